@@ -1,0 +1,48 @@
+# clustervec: PGXS build.  `make`, `make install`, `make installcheck`.
+# The CUDA library is built only where nvcc is found (or CUDA=1); the main
+# module never links CUDA.
+
+EXTENSION = clustervec
+MODULE_big = clustervec
+DATA = clustervec--0.1.0.sql
+PGFILEDESC = "clustervec - vectors, IVF index and cluster statistics"
+
+MATH_OBJS = src/math/distance_dispatch.o src/math/distance_scalar.o \
+	src/math/distance_avx2.o src/math/distance_avx512.o
+TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
+	src/type/cvec_arith.o src/type/cvec_compare.o src/type/cvec_cast.o \
+	src/type/cvec_aggregate.o src/type/cvec_util.o
+OBJS = src/clustervec.o $(TYPE_OBJS) $(MATH_OBJS)
+
+REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
+	cvec_compare cvec_cast cvec_aggregate cvec_simd
+REGRESS_OPTS = --inputdir=. --load-extension=clustervec
+
+# One reduction order for every SIMD variant: no contracted multiply-adds
+# (in CPPFLAGS so the LLVM bitcode gets it too).
+# PostgreSQL's headers are not -Wextra clean: read them as system headers.
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(includedir_server) -ffp-contract=off
+PG_CFLAGS = -Wall -Wextra
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null)
+ifneq ($(CUDA),)
+ifeq ($(NVCC),)
+NVCC = nvcc
+endif
+endif
+
+ifneq ($(NVCC),)
+include cuda/cuda.mk
+endif
+
+.PHONY: unittest bench
+unittest:
+	$(MAKE) -C test/math run
+
+bench:
+	$(MAKE) -C bench run

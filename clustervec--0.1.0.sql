@@ -1,0 +1,189 @@
+-- clustervec 0.1.0: the cvec type, distances, arithmetic, casts, aggregates.
+\echo Use "CREATE EXTENSION clustervec" to load this file. \quit
+
+-- type --------------------------------------------------------------------
+
+CREATE TYPE cvec;
+
+CREATE FUNCTION cvec_in(cstring, oid, integer) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_out(cvec) RETURNS cstring
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_typmod_in(cstring[]) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_recv(internal, oid, integer) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_send(cvec) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Stored uncompressed, like pgvector: floats barely compress and every
+-- distance would pay for decompression.
+CREATE TYPE cvec (
+	INPUT = cvec_in,
+	OUTPUT = cvec_out,
+	TYPMOD_IN = cvec_typmod_in,
+	RECEIVE = cvec_recv,
+	SEND = cvec_send,
+	STORAGE = external
+);
+
+COMMENT ON TYPE cvec IS 'vector of float4 elements, laid out like pgvector''s vector';
+
+-- distances -----------------------------------------------------------------
+
+CREATE FUNCTION l2_distance(cvec, cvec) RETURNS float8
+	AS 'MODULE_PATHNAME', 'cvec_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION l2_squared_distance(cvec, cvec) RETURNS float8
+	AS 'MODULE_PATHNAME', 'cvec_l2_squared_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION inner_product(cvec, cvec) RETURNS float8
+	AS 'MODULE_PATHNAME', 'cvec_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION negative_inner_product(cvec, cvec) RETURNS float8
+	AS 'MODULE_PATHNAME', 'cvec_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cosine_distance(cvec, cvec) RETURNS float8
+	AS 'MODULE_PATHNAME', 'cvec_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION l1_distance(cvec, cvec) RETURNS float8
+	AS 'MODULE_PATHNAME', 'cvec_l1_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR <-> (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = l2_distance, COMMUTATOR = '<->'
+);
+CREATE OPERATOR <#> (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = negative_inner_product, COMMUTATOR = '<#>'
+);
+CREATE OPERATOR <=> (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cosine_distance, COMMUTATOR = '<=>'
+);
+CREATE OPERATOR <+> (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = l1_distance, COMMUTATOR = '<+>'
+);
+
+-- functions -------------------------------------------------------------------
+
+CREATE FUNCTION vector_dims(cvec) RETURNS integer
+	AS 'MODULE_PATHNAME', 'cvec_dims' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION vector_norm(cvec) RETURNS float8
+	AS 'MODULE_PATHNAME', 'cvec_norm' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION l2_normalize(cvec) RETURNS cvec
+	AS 'MODULE_PATHNAME', 'cvec_l2_normalize' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION subvector(cvec, integer, integer) RETURNS cvec
+	AS 'MODULE_PATHNAME', 'cvec_subvector' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- The distance kernels in use ('scalar', 'avx2' or 'avx512'); set by clustervec.simd.
+CREATE FUNCTION clustervec_simd() RETURNS text
+	AS 'MODULE_PATHNAME', 'clustervec_simd' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+-- arithmetic --------------------------------------------------------------------
+
+CREATE FUNCTION cvec_add(cvec, cvec) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_sub(cvec, cvec) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_mul(cvec, cvec) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR + (LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_add, COMMUTATOR = +);
+CREATE OPERATOR - (LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_sub);
+CREATE OPERATOR * (LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_mul, COMMUTATOR = *);
+
+-- comparison ----------------------------------------------------------------------
+
+CREATE FUNCTION cvec_lt(cvec, cvec) RETURNS bool
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_le(cvec, cvec) RETURNS bool
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_eq(cvec, cvec) RETURNS bool
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_ne(cvec, cvec) RETURNS bool
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_ge(cvec, cvec) RETURNS bool
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_gt(cvec, cvec) RETURNS bool
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_cmp(cvec, cvec) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR < (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_lt,
+	COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_le,
+	COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR = (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_eq,
+	COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel
+);
+CREATE OPERATOR <> (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_ne,
+	COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR >= (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_ge,
+	COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR > (
+	LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_gt,
+	COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+
+CREATE OPERATOR CLASS cvec_ops
+	DEFAULT FOR TYPE cvec USING btree AS
+	OPERATOR 1 <,
+	OPERATOR 2 <=,
+	OPERATOR 3 =,
+	OPERATOR 4 >=,
+	OPERATOR 5 >,
+	FUNCTION 1 cvec_cmp(cvec, cvec);
+
+-- casts ------------------------------------------------------------------------------
+
+CREATE FUNCTION cvec(cvec, integer, boolean) RETURNS cvec
+	AS 'MODULE_PATHNAME', 'cvec_typmod' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_cvec(integer[], integer, boolean) RETURNS cvec
+	AS 'MODULE_PATHNAME', 'cvec_from_array' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_cvec(real[], integer, boolean) RETURNS cvec
+	AS 'MODULE_PATHNAME', 'cvec_from_array' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_cvec(double precision[], integer, boolean) RETURNS cvec
+	AS 'MODULE_PATHNAME', 'cvec_from_array' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_cvec(numeric[], integer, boolean) RETURNS cvec
+	AS 'MODULE_PATHNAME', 'cvec_from_array' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_to_float4(cvec, integer, boolean) RETURNS real[]
+	AS 'MODULE_PATHNAME', 'cvec_to_real_array' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE CAST (cvec AS cvec) WITH FUNCTION cvec(cvec, integer, boolean) AS IMPLICIT;
+CREATE CAST (integer[] AS cvec) WITH FUNCTION array_to_cvec(integer[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (real[] AS cvec) WITH FUNCTION array_to_cvec(real[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (double precision[] AS cvec) WITH FUNCTION array_to_cvec(double precision[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (numeric[] AS cvec) WITH FUNCTION array_to_cvec(numeric[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (cvec AS real[]) WITH FUNCTION cvec_to_float4(cvec, integer, boolean) AS IMPLICIT;
+
+-- aggregates: the state is float8[] {n, s_1, ..., s_d}, a real SQL type with a
+-- combine function, so parallel query and Citus merge partial states.
+
+CREATE FUNCTION cvec_accum(double precision[], cvec) RETURNS double precision[]
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_combine(double precision[], double precision[]) RETURNS double precision[]
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_avg(double precision[]) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_sum(double precision[]) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE AGGREGATE avg(cvec) (
+	SFUNC = cvec_accum,
+	STYPE = double precision[],
+	FINALFUNC = cvec_avg,
+	COMBINEFUNC = cvec_combine,
+	INITCOND = '{0}',
+	PARALLEL = SAFE
+);
+
+CREATE AGGREGATE sum(cvec) (
+	SFUNC = cvec_accum,
+	STYPE = double precision[],
+	FINALFUNC = cvec_sum,
+	COMBINEFUNC = cvec_combine,
+	INITCOND = '{0}',
+	PARALLEL = SAFE
+);

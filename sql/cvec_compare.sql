@@ -1,0 +1,20 @@
+SELECT '[1,2,3]'::cvec = '[1,2,3]', '[1,2,3]'::cvec <> '[1,2,3]', '[1,2,3]'::cvec = '[1,2,4]';
+SELECT '[1,2]'::cvec < '[1,3]', '[1,2]'::cvec <= '[1,2]', '[2]'::cvec > '[1,9]', '[1]'::cvec >= '[1]';
+-- element by element first, then by length
+SELECT '[1,2]'::cvec < '[1,2,0]', '[1,3]'::cvec > '[1,2,9]', '[0]'::cvec = '[-0]';
+SELECT cvec_cmp('[1,2]', '[1,2]'), cvec_cmp('[1]', '[2]'), cvec_cmp('[3]', '[2,1]');
+CREATE TABLE ordered (v cvec);
+INSERT INTO ordered VALUES ('[3]'), ('[1,2]'), ('[1]'), ('[1,2,0]'), ('[-1,5]'), ('[1,2]');
+SELECT v FROM ordered ORDER BY v;
+SELECT DISTINCT v FROM ordered ORDER BY v DESC;
+CREATE INDEX ON ordered USING btree (v);
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT v FROM ordered WHERE v = '[1,2]';
+SELECT v FROM ordered WHERE v = '[1,2]';
+SELECT v FROM ordered WHERE v > '[1,2]' ORDER BY v;
+RESET enable_seqscan;
+CREATE UNIQUE INDEX ordered_unique ON ordered (v);
+DELETE FROM ordered WHERE ctid IN (SELECT ctid FROM ordered WHERE v = '[1,2]' LIMIT 1);
+CREATE UNIQUE INDEX ordered_unique ON ordered (v);
+INSERT INTO ordered VALUES ('[3]');
+DROP TABLE ordered;

@@ -1,0 +1,118 @@
+/*
+ * cvec_arith.c: elementwise arithmetic and the functions that build a new
+ * cvec from one (dims, normalisation, subvector).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "common/int.h"
+#include "math/distance.h"
+#include "type/cvec.h"
+
+PG_FUNCTION_INFO_V1(cvec_add);
+PG_FUNCTION_INFO_V1(cvec_sub);
+PG_FUNCTION_INFO_V1(cvec_mul);
+PG_FUNCTION_INFO_V1(cvec_dims);
+PG_FUNCTION_INFO_V1(cvec_l2_normalize);
+PG_FUNCTION_INFO_V1(cvec_subvector);
+
+typedef enum ElementwiseOp
+{
+	OP_ADD,
+	OP_SUB,
+	OP_MUL
+} ElementwiseOp;
+
+/* Applies op to each pair of elements; float4 arithmetic, as pgvector. */
+static CVec *
+elementwise(const CVec *a, const CVec *b, ElementwiseOp op)
+{
+	CVec	   *result;
+
+	cvec_check_same_dims(a, b);
+	result = cvec_alloc(a->dim);
+	for (int i = 0; i < a->dim; i++)
+	{
+		if (op == OP_ADD)
+			result->x[i] = a->x[i] + b->x[i];
+		else if (op == OP_SUB)
+			result->x[i] = a->x[i] - b->x[i];
+		else
+			result->x[i] = a->x[i] * b->x[i];
+	}
+	cvec_check_result_finite(result);
+	return result;
+}
+
+Datum
+cvec_add(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_CVEC_P(elementwise(PG_GETARG_CVEC_P(0), PG_GETARG_CVEC_P(1), OP_ADD));
+}
+
+Datum
+cvec_sub(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_CVEC_P(elementwise(PG_GETARG_CVEC_P(0), PG_GETARG_CVEC_P(1), OP_SUB));
+}
+
+Datum
+cvec_mul(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_CVEC_P(elementwise(PG_GETARG_CVEC_P(0), PG_GETARG_CVEC_P(1), OP_MUL));
+}
+
+Datum
+cvec_dims(PG_FUNCTION_ARGS)
+{
+	CVec	   *a = PG_GETARG_CVEC_P(0);
+
+	PG_RETURN_INT32(a->dim);
+}
+
+/* Unit length in float8, rounded once per element; a zero vector stays zero. */
+Datum
+cvec_l2_normalize(PG_FUNCTION_ARGS)
+{
+	CVec	   *a = PG_GETARG_CVEC_P(0);
+	CVec	   *result = cvec_alloc(a->dim);
+	double		norm = sqrt(cv_distance->norm_squared(a->x, a->dim));
+
+	if (norm > 0)
+		for (int i = 0; i < a->dim; i++)
+			result->x[i] = (float) (a->x[i] / norm);
+	PG_RETURN_CVEC_P(result);
+}
+
+/*
+ * Elements start..start+count-1 (1-based), clipped to the vector like SQL
+ * substring(); an empty result is an error because a cvec has >= 1 element.
+ */
+Datum
+cvec_subvector(PG_FUNCTION_ARGS)
+{
+	CVec	   *a = PG_GETARG_CVEC_P(0);
+	int32		start = PG_GETARG_INT32(1);
+	int32		count = PG_GETARG_INT32(2);
+	int32		end;
+	CVec	   *result;
+
+	if (count < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("negative subvector length not allowed")));
+	if (pg_add_s32_overflow(start, count, &end))
+		end = PG_INT32_MAX;
+	start = Max(start, 1);
+	end = Min(end, a->dim + 1);
+	if (end - start < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("cvec must have at least 1 dimension"),
+				 errdetail("subvector(%d, %d) selects no element of a cvec of %d dimensions.",
+						   PG_GETARG_INT32(1), count, a->dim)));
+	result = cvec_alloc(end - start);
+	memcpy(result->x, a->x + (start - 1), sizeof(float) * (end - start));
+	PG_RETURN_CVEC_P(result);
+}

@@ -1,0 +1,94 @@
+/*
+ * cvec_util.c: allocation and the checks every cvec function shares, so each
+ * error has one errcode and one wording everywhere.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "type/cvec.h"
+
+/* A zeroed cvec of dim elements; the caller has checked dim. */
+CVec *
+cvec_alloc(int dim)
+{
+	CVec	   *result = (CVec *) palloc0(CVEC_SIZE(dim));
+
+	SET_VARSIZE(result, CVEC_SIZE(dim));
+	result->dim = dim;
+	return result;
+}
+
+/* Rejects an element count outside 1..CVEC_MAX_DIM. */
+void
+cvec_check_dim_count(int dim)
+{
+	if (dim < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("cvec must have at least 1 dimension")));
+	if (dim > CVEC_MAX_DIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cvec cannot have more than %d dimensions", CVEC_MAX_DIM)));
+}
+
+/* Binary operators need operands of one dimension count. */
+void
+cvec_check_same_dims(const CVec *a, const CVec *b)
+{
+	if (a->dim != b->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("different cvec dimensions %d and %d", a->dim, b->dim)));
+}
+
+/* A column declared cvec(n) accepts exactly n dimensions. */
+void
+cvec_check_typmod(int dim, int32 typmod)
+{
+	if (typmod != -1 && typmod != dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("expected %d dimensions, not %d", typmod, dim)));
+}
+
+/* NaN and infinity would poison every distance and statistic downstream. */
+void
+cvec_check_finite_element(float value)
+{
+	if (isnan(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("NaN not allowed in cvec")));
+	if (isinf(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("infinite value not allowed in cvec")));
+}
+
+/* Narrows a finite float8 to float4, raising an error where it would overflow. */
+float
+cvec_float_or_overflow(double value)
+{
+	float		narrowed = (float) value;
+
+	if (isinf(narrowed) && !isinf(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("value out of range: overflow"),
+				 errdetail("The result does not fit in a float4 element of cvec.")));
+	return narrowed;
+}
+
+/* Arithmetic on finite elements may still overflow to infinity. */
+void
+cvec_check_result_finite(const CVec *result)
+{
+	for (int i = 0; i < result->dim; i++)
+		if (isinf(result->x[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("value out of range: overflow"),
+					 errdetail("Element %d of the result overflows float4.", i + 1)));
+}
