@@ -17,24 +17,27 @@
 PG_FUNCTION_INFO_V1(cvec_from_array);
 PG_FUNCTION_INFO_V1(cvec_to_real_array);
 
-/* A numeric beyond float8's range is an overflow, not a float8 input error. */
+/*
+ * A numeric, rounded once to float4 (numeric -> float8 -> float4 could round
+ * twice); beyond float4's range it is an overflow, not an input error.
+ */
 static double
 numeric_as_double(Datum value)
 {
 	Numeric		num = DatumGetNumeric(value);
-	double		result;
+	double		approx;
 
 	if (numeric_is_nan(num))
 		return NAN;
 	if (numeric_is_inf(num))
 		return INFINITY;		/* either sign is refused the same way */
-	result = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
-	if (isinf(result))
+	approx = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, value));
+	if (isinf((float) approx))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("value out of range: overflow"),
 				 errdetail("The result does not fit in a float4 element of cvec.")));
-	return result;
+	return DatumGetFloat4(DirectFunctionCall1(numeric_float4, value));
 }
 
 /* One array element as float8, so NaN, infinity and overflow are caught once. */

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+#
+# demo.sh: the main job on a built-in default.  Builds and installs
+# clustervec, starts a private PostgreSQL 15 cluster (port 5498, socket under
+# /var/tmp/clustervec-demo), generates a deterministic set of 50,000
+# clustered 128-dimensional embeddings inside the database, and shows
+# nearest-neighbour queries, a query plan and a per-cluster report.
+#
+# KEEP_RUNNING=1 leaves the server running and prints how to connect.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DEMO_DB=clustervec_demo
+ROWS=${DEMO_ROWS:-50000}
+CLUSTERS=${DEMO_CLUSTERS:-100}
+DIM=${DEMO_DIM:-128}
+
+# psql against the demo database, with aligned output and headers echoed.
+demo_psql() {
+	cv_psql -d "$DEMO_DB" -P pager=off "$@"
+}
+
+print_connect_help() {
+	cv_header "Server left running (KEEP_RUNNING=1)"
+	local as=""
+	if cv_is_root; then
+		as="runuser -u ${CV_OS_USER} -- "
+	fi
+	printf 'connect:  %s%s/psql -h %s -p %s -U %s %s\n' \
+		"$as" "$PG_BIN" "$CV_SOCK" "$CV_PORT" "$CV_DB_SUPERUSER" "$DEMO_DB"
+	printf 'stop:     %s%s/pg_ctl -D %s stop\n' "$as" "$PG_BIN" "$CV_DATA"
+	printf 'log:      %s\n' "$CV_SERVER_LOG"
+}
+
+load_demo_data() {
+	cv_header "2. Demo data: ${ROWS} x ${DIM} embeddings in ${CLUSTERS} clusters (deterministic)"
+	demo_psql <<SQL
+-- One backend draws every random number in a fixed order, so setseed makes
+-- the data identical on every run.
+SET max_parallel_workers_per_gather = 0;
+SET jit = off;
+SET client_min_messages = warning;
+SELECT setseed(0.4242) \\g /dev/null
+
+\\timing on
+\\echo 'centres:'
+-- Centres uniform in [-1,1]^${DIM}.
+CREATE TABLE centres (cluster int PRIMARY KEY, centre real[] NOT NULL);
+INSERT INTO centres
+SELECT c, array_agg((2 * random() - 1)::real ORDER BY d)
+FROM generate_series(0, ${CLUSTERS} - 1) AS c, generate_series(1, ${DIM}) AS d
+GROUP BY c
+ORDER BY c;
+
+\\echo 'cluster assignment:'
+-- Cluster sizes vary (a skewed draw), so some clusters are much larger.
+CREATE TABLE assignment (id bigint PRIMARY KEY, cluster int NOT NULL);
+INSERT INTO assignment
+SELECT i, least(floor(power(random(), 1.6) * ${CLUSTERS})::int, ${CLUSTERS} - 1)
+FROM generate_series(1, ${ROWS}) AS i
+ORDER BY i;
+
+\\echo 'members:'
+-- Members are their centre plus uniform noise in [-0.15, 0.15] per element.
+-- Each row's array comes from one subquery over a single scan of assignment
+-- in id order, so the random() calls happen in the same order every run.
+ANALYZE centres, assignment;
+CREATE TABLE items (id bigint PRIMARY KEY, cluster int NOT NULL, embedding cvec(${DIM}) NOT NULL);
+INSERT INTO items
+SELECT a.id, a.cluster,
+       (SELECT array_agg((c.centre[d] + 0.3 * (random() - 0.5))::real ORDER BY d)
+        FROM centres AS c, generate_series(1, ${DIM}) AS d
+        WHERE c.cluster = a.cluster)::cvec(${DIM})
+FROM assignment AS a
+ORDER BY a.id;
+\\timing off
+ANALYZE items;
+
+SELECT count(*) AS rows, count(DISTINCT cluster) AS clusters,
+       min(vector_dims(embedding)) AS dims,
+       pg_size_pretty(pg_total_relation_size('items')) AS table_size
+FROM items;
+SQL
+}
+
+nearest_neighbours() {
+	cv_header "3. Nearest neighbours: ORDER BY embedding <-> q LIMIT 5 (exact scan)"
+	local qid
+	for qid in 1 17171 42424; do
+		demo_psql <<SQL
+\\echo
+\\echo '--- query: the embedding of item ${qid}'
+SELECT id AS query_id, cluster AS query_cluster FROM items WHERE id = ${qid};
+SELECT i.id, i.cluster, round((i.embedding <-> q.embedding)::numeric, 4) AS l2_distance,
+       round((i.embedding <=> q.embedding)::numeric, 6) AS cosine_distance,
+       i.cluster = q.cluster AS same_cluster
+FROM items AS i, (SELECT cluster, embedding FROM items WHERE id = ${qid}) AS q
+ORDER BY i.embedding <-> q.embedding
+LIMIT 5;
+SQL
+	done
+	demo_psql <<SQL
+\\echo
+\\echo '--- every neighbour in the same cluster as its query? (top 5 of 20 queries)'
+SELECT count(*) FILTER (WHERE n.cluster = q.cluster) AS same_cluster,
+       count(*) AS neighbours
+FROM (SELECT id, cluster, embedding FROM items WHERE id % 2500 = 0) AS q
+CROSS JOIN LATERAL (
+    SELECT i.cluster FROM items AS i ORDER BY i.embedding <-> q.embedding LIMIT 5
+) AS n;
+SQL
+}
+
+show_plan() {
+	cv_header "4. Query plan (EXPLAIN ANALYZE) of one nearest-neighbour query"
+	demo_psql <<SQL
+EXPLAIN (ANALYZE, COSTS ON, BUFFERS OFF)
+SELECT i.id, i.embedding <-> q.embedding AS distance
+FROM items AS i, (SELECT embedding FROM items WHERE id = 1) AS q
+ORDER BY i.embedding <-> q.embedding
+LIMIT 5;
+SQL
+}
+
+cluster_report() {
+	cv_header "5. The 10 largest clusters: avg(embedding) as centroid"
+	demo_psql <<SQL
+WITH largest AS (
+    SELECT cluster, count(*) AS members, avg(embedding) AS centroid
+    FROM items
+    GROUP BY cluster
+    ORDER BY count(*) DESC, cluster
+    LIMIT 10
+), distances AS (
+    SELECT l.cluster,
+           avg(i.embedding <-> l.centroid) AS mean_dist,
+           max(i.embedding <-> l.centroid) AS max_dist
+    FROM largest AS l
+    JOIN items AS i ON i.cluster = l.cluster
+    GROUP BY l.cluster
+)
+SELECT l.cluster,
+       l.members,
+       round(vector_norm(l.centroid)::numeric, 4) AS centroid_norm,
+       round(d.mean_dist::numeric, 4) AS mean_dist_to_centroid,
+       round(d.max_dist::numeric, 4) AS max_dist_to_centroid,
+       round((l.centroid <-> c.centre::cvec)::numeric, 4) AS centroid_to_true_centre
+FROM largest AS l
+JOIN distances AS d ON d.cluster = l.cluster
+JOIN centres AS c ON c.cluster = l.cluster
+ORDER BY l.members DESC, l.cluster;
+SQL
+}
+
+main() {
+	local start=$SECONDS
+	cv_init demo 5498
+	cv_install_trap
+	cv_header "1. Build, install, start a private PostgreSQL ${PG_MAJOR}"
+	install_deps
+	cv_copy_source
+	cv_build >"${CV_WORK}/build.log" 2>&1 || { cat "${CV_WORK}/build.log"; cv_die "make failed"; }
+	cv_log "build log: ${CV_WORK}/build.log"
+	cv_install >"${CV_WORK}/install.log" 2>&1 || { cat "${CV_WORK}/install.log"; cv_die "make install failed"; }
+	cv_init_cluster
+	cv_start_server
+	if [ "${KEEP_RUNNING:-0}" = 1 ]; then
+		CV_KEEP_SERVER=1
+	fi
+	cv_psql -d postgres -c "CREATE DATABASE ${DEMO_DB}"
+	demo_psql -c "CREATE EXTENSION clustervec" \
+		-c "SELECT extversion AS clustervec_version, clustervec_simd() AS simd_kernels FROM pg_extension WHERE extname = 'clustervec'"
+
+	load_demo_data
+	nearest_neighbours
+	show_plan
+	cluster_report
+
+	cv_header "Done in $((SECONDS - start)) s"
+	if [ "${KEEP_RUNNING:-0}" = 1 ]; then
+		print_connect_help
+	else
+		cv_stop_server
+		cv_log "server stopped (KEEP_RUNNING=1 leaves it running)"
+	fi
+}
+
+main "$@"

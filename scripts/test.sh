@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+#
+# test.sh: build, install and run every test suite of clustervec against a
+# private PostgreSQL 15 cluster (port 5497, socket under
+# /var/tmp/clustervec-test), then print a per-suite summary.  The last line of
+# output is always "N passed, N failed"; the exit status is 1 when anything
+# failed or a suite could not run.
+#
+# Suites: pg_regress (make installcheck), TAP (test/t/*.pl, run by make
+# installcheck when the Makefile sets TAP_TESTS), the C unit tests
+# (make -C test/math run) and the numeric tests (test/numeric/test_*.py, with
+# Debian's /usr/bin/python3).  CV_TEST_SEED fixes the random seeds.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PYTHON=/usr/bin/python3
+TEST_DB=clustervec_test
+
+SUITE_NAMES=()
+SUITE_PASSED=()
+SUITE_FAILED=()
+SUITE_NOTES=()
+SUMMARY_PRINTED=0
+
+# record_suite NAME PASSED FAILED NOTE
+record_suite() {
+	SUITE_NAMES+=("$1")
+	SUITE_PASSED+=("$2")
+	SUITE_FAILED+=("$3")
+	SUITE_NOTES+=("$4")
+	printf '[clustervec] suite %s: %s passed, %s failed%s\n' "$1" "$2" "$3" "${4:+ ($4)}"
+}
+
+# Print the per-suite table and, as the very last line, the totals.
+print_summary() {
+	local i total_pass=0 total_fail=0
+	SUMMARY_PRINTED=1
+	cv_header "Summary"
+	printf '%-28s %8s %8s  %s\n' suite passed failed note
+	for i in "${!SUITE_NAMES[@]}"; do
+		printf '%-28s %8s %8s  %s\n' "${SUITE_NAMES[$i]}" "${SUITE_PASSED[$i]}" \
+			"${SUITE_FAILED[$i]}" "${SUITE_NOTES[$i]}"
+		total_pass=$((total_pass + SUITE_PASSED[i]))
+		total_fail=$((total_fail + SUITE_FAILED[i]))
+	done
+	TOTAL_FAILED=$total_fail
+	printf '%s passed, %s failed\n' "$total_pass" "$total_fail"
+}
+
+# EXIT hook (after lib.sh stopped the server): an abort still ends with totals.
+# shellcheck disable=SC2317  # called from lib.sh's EXIT trap
+cv_exit_hook() {
+	local rc=$1
+	if [ "$SUMMARY_PRINTED" = 0 ]; then
+		record_suite "test.sh" 0 1 "aborted with status ${rc} before all suites ran"
+		print_summary
+		return 1
+	fi
+	return "$rc"
+}
+
+# run_logged LOGFILE COMMAND...: run as the PostgreSQL user, stream the output
+# and keep a copy; returns the command's status.
+run_logged() {
+	local log=$1
+	shift
+	local rc=0
+	run_as_pg "$@" 2>&1 | tee "$log" || rc=$?
+	return "$rc"
+}
+
+# The last "N passed, N failed" of a log, as "N N", or nothing.
+parse_counts() {
+	grep -aoE '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1 \
+		| sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/' || true
+}
+
+# record_counted NAME LOG RC: a suite that prints "N passed, N failed".
+record_counted() {
+	local name=$1 log=$2 rc=$3 counts pass fail note=""
+	counts=$(parse_counts "$log")
+	if [ -z "$counts" ]; then
+		record_suite "$name" 0 1 "crashed: exit status ${rc}, no 'N passed, N failed' line"
+		return
+	fi
+	read -r pass fail <<<"$counts"
+	if [ "$rc" != 0 ] && [ "$fail" = 0 ]; then
+		fail=1
+		note="exit status ${rc} although no test failed"
+	fi
+	record_suite "$name" "$pass" "$fail" "$note"
+}
+
+# pg_regress lines, PG 15: "test name ... ok 12 ms", "     name ... FAILED",
+# "     name ... failed (ignored)".  Prints "passed failed".
+parse_pg_regress() {
+	awk '
+		/^(test +| +)[^ ]+ +\.\.\. +ok/ { p++; next }
+		/^(test +| +)[^ ]+ +\.\.\. +failed \(ignored\)/ { p++; next }
+		/^(test +| +)[^ ]+ +\.\.\. +FAILED/ { f++; next }
+		END { printf "%d %d\n", p, f }' "$1"
+}
+
+# prove's summary: "Files=N, Tests=M, ..." and one "file.pl (Wstat: ...)" per
+# failed file.  Prints "passed failed", or nothing when prove did not run.
+parse_prove() {
+	awk '
+		/^Files=[0-9]+, Tests=/ { seen = 1; split($1, a, "="); files = a[2] + 0 }
+		/^[^ ]+\.(pl|t) +\(Wstat: / { bad++ }
+		END { if (seen) printf "%d %d\n", files - bad, bad }' "$1"
+}
+
+# Print every regression.diffs of the build copy.
+print_regression_diffs() {
+	local f found=0
+	while IFS= read -r f; do
+		found=1
+		cv_header "regression diffs: ${f#"$CV_SRC"/}"
+		cat "$f"
+	done < <(find "$CV_SRC" -name regression.diffs -type f 2>/dev/null)
+	[ "$found" = 1 ] || cv_log "no regression.diffs found"
+}
+
+suite_regress_and_tap() {
+	local log="${CV_WORK}/installcheck.log" rc=0 counts pass fail
+	cv_header "pg_regress: make installcheck"
+	run_logged "$log" make installcheck PG_CONFIG="$PG_CONFIG" || rc=$?
+	read -r pass fail <<<"$(parse_pg_regress "$log")"
+	if [ "$rc" != 0 ] && { [ "$fail" != 0 ] || [ $((pass + fail)) = 0 ]; }; then
+		print_regression_diffs
+	fi
+	if [ $((pass + fail)) = 0 ]; then
+		record_suite "pg_regress" 0 1 "no test ran: make installcheck exit status ${rc}"
+	elif [ "$rc" != 0 ] && [ "$fail" = 0 ] && ! grep -qE '^Files=[0-9]+, Tests=' "$log"; then
+		record_suite "pg_regress" "$pass" 1 "make installcheck exit status ${rc}"
+	else
+		record_suite "pg_regress" "$pass" "$fail" ""
+	fi
+
+	# TAP tests: make installcheck runs them after pg_regress, so a pg_regress
+	# failure skips them; then run them alone (REGRESS emptied).
+	if ! compgen -G "${CV_SRC}/test/t/*.pl" >/dev/null; then
+		cv_log "no test/t/*.pl: no TAP suite"
+		return 0
+	fi
+	local tap_log=$log tap_rc=$rc
+	if [ -z "$(parse_prove "$log")" ] && [ "$rc" != 0 ]; then
+		cv_header "TAP: make installcheck REGRESS= (pg_regress failed, so TAP tests did not run)"
+		tap_log="${CV_WORK}/installcheck-tap.log"
+		tap_rc=0
+		run_logged "$tap_log" make installcheck PG_CONFIG="$PG_CONFIG" REGRESS= ISOLATION= || tap_rc=$?
+	fi
+	counts=$(parse_prove "$tap_log")
+	if [ -z "$counts" ]; then
+		record_suite "tap" 0 1 "test/t/*.pl exist but make installcheck ran no TAP tests (TAP_TESTS unset?)"
+		return 0
+	fi
+	read -r pass fail <<<"$counts"
+	if grep -q '^Result: FAIL' "$tap_log" && [ "$fail" = 0 ]; then
+		fail=1
+	fi
+	if [ "$tap_log" != "$log" ] && [ "$tap_rc" != 0 ] && [ "$fail" = 0 ]; then
+		record_suite "tap" "$pass" 1 "exit status ${tap_rc}"
+	else
+		record_suite "tap" "$pass" "$fail" ""
+	fi
+}
+
+suite_math() {
+	local log="${CV_WORK}/math.log" rc=0
+	cv_header "C unit tests: make -C test/math run"
+	if [ ! -f "${CV_SRC}/test/math/Makefile" ]; then
+		record_suite "math (test/math)" 0 1 "test/math/Makefile missing"
+		return 0
+	fi
+	run_logged "$log" make -C test/math run PG_CONFIG="$PG_CONFIG" || rc=$?
+	record_counted "math (test/math)" "$log" "$rc"
+}
+
+suite_numeric() {
+	local f name log rc found=0
+	if ! cv_psql -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${TEST_DB}" -c "CREATE DATABASE ${TEST_DB}"; then
+		record_suite "numeric" 0 1 "could not create database ${TEST_DB}"
+		return 0
+	fi
+	for f in "${CV_SRC}"/test/numeric/test_*.py; do
+		[ -f "$f" ] || continue
+		found=1
+		name="numeric/$(basename "$f" .py)"
+		log="${CV_WORK}/$(basename "$f" .py).log"
+		rc=0
+		cv_header "numeric tests: ${PYTHON} test/numeric/$(basename "$f")"
+		CV_PGDATABASE=$TEST_DB run_logged "$log" "$PYTHON" "test/numeric/$(basename "$f")" || rc=$?
+		record_counted "$name" "$log" "$rc"
+	done
+	[ "$found" = 1 ] || record_suite "numeric" 0 1 "no test/numeric/test_*.py"
+}
+
+main() {
+	cv_init test 5497
+	cv_install_trap
+	cv_header "Dependencies"
+	install_deps
+	[ -x "$PYTHON" ] || cv_die "${PYTHON} not found (install python3-numpy)"
+
+	cv_header "Build"
+	cv_copy_source
+	if ! cv_build; then
+		record_suite "build" 0 1 "make failed"
+		print_summary
+		exit 1
+	fi
+	if ! cv_install; then
+		record_suite "install" 0 1 "make install failed"
+		print_summary
+		exit 1
+	fi
+
+	cv_header "Private cluster"
+	cv_add_conf "fsync = off"
+	cv_add_conf "synchronous_commit = off"
+	cv_add_conf "full_page_writes = off"
+	cv_init_cluster
+	cv_start_server
+
+	suite_regress_and_tap
+	suite_math
+	suite_numeric
+
+	cv_stop_server
+	print_summary
+	[ "$TOTAL_FAILED" = 0 ] || exit 1
+	exit 0
+}
+
+main "$@"
