@@ -8,11 +8,17 @@ DATA = clustervec--0.1.0.sql
 PGFILEDESC = "clustervec - vectors, IVF index and cluster statistics"
 
 MATH_OBJS = src/math/distance_dispatch.o src/math/distance_scalar.o \
-	src/math/distance_avx2.o src/math/distance_avx512.o
+	src/math/distance_avx2.o src/math/distance_avx512.o \
+	src/math/prng.o src/math/kmeans.o src/math/nearest.o \
+	src/math/nearest_avx2.o src/math/nearest_avx512.o
+IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
+	src/ivf/reader.o src/ivf/page.o src/ivf/centroids.o src/ivf/build.o \
+	src/ivf/insert.o src/ivf/scan.o src/ivf/vacuum.o src/ivf/cost.o \
+	src/ivf/validate.o src/ivf/introspect.o
 TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
 	src/type/cvec_arith.o src/type/cvec_compare.o src/type/cvec_cast.o \
 	src/type/cvec_aggregate.o src/type/cvec_util.o
-OBJS = src/clustervec.o $(TYPE_OBJS) $(MATH_OBJS)
+OBJS = src/clustervec.o $(TYPE_OBJS) $(IVF_OBJS) $(MATH_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd

@@ -187,3 +187,35 @@ CREATE AGGREGATE sum(cvec) (
 	INITCOND = '{0}',
 	PARALLEL = SAFE
 );
+
+-- cvivf: the IVF index access method ----------------------------------------
+
+CREATE FUNCTION cvivfhandler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+
+CREATE ACCESS METHOD cvivf TYPE INDEX HANDLER cvivfhandler;
+COMMENT ON ACCESS METHOD cvivf IS 'inverted-file index: k-means lists in relation pages';
+
+-- Support function 1 is the operator's own function: it tells the index its metric.
+CREATE OPERATOR CLASS cvec_l2_ops
+	DEFAULT FOR TYPE cvec USING cvivf AS
+	OPERATOR 1 <-> (cvec, cvec) FOR ORDER BY float_ops,
+	FUNCTION 1 l2_distance(cvec, cvec);
+
+CREATE OPERATOR CLASS cvec_ip_ops
+	FOR TYPE cvec USING cvivf AS
+	OPERATOR 1 <#> (cvec, cvec) FOR ORDER BY float_ops,
+	FUNCTION 1 negative_inner_product(cvec, cvec);
+
+CREATE OPERATOR CLASS cvec_cosine_ops
+	FOR TYPE cvec USING cvivf AS
+	OPERATOR 1 <=> (cvec, cvec) FOR ORDER BY float_ops,
+	FUNCTION 1 cosine_distance(cvec, cvec);
+
+CREATE FUNCTION cvivf_lists(index regclass)
+	RETURNS TABLE(list integer, tuples bigint, centroid_norm float8)
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
+CREATE FUNCTION cvivf_list_of(index regclass, v cvec) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
+CREATE FUNCTION cvivf_verify(index regclass) RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;

@@ -9,6 +9,7 @@
 #include "utils/guc.h"
 
 #include "compat.h"
+#include "ivf/ivf.h"
 #include "math/distance.h"
 
 PG_MODULE_MAGIC;
@@ -56,13 +57,14 @@ define_settings(void)
 							 "Forcing scalar, avx2 or avx512 exists for testing; results are identical.",
 							 &cv_simd_setting, CV_SIMD_AUTO, simd_options,
 							 PGC_USERSET, 0, check_simd, assign_simd, NULL);
-	MarkGUCPrefixReserved("clustervec");
 }
 
 void
 _PG_init(void)
 {
 	define_settings();
+	cvivf_define_settings();
+	MarkGUCPrefixReserved("clustervec");
 }
 
 /* The distance kernels in use, e.g. "avx512": what "auto" chose. */

@@ -25,6 +25,11 @@ typedef struct CVec
 #define PG_GETARG_CVEC_P(n) DatumGetCVec(PG_GETARG_DATUM(n))
 #define PG_RETURN_CVEC_P(v) PG_RETURN_POINTER(v)
 
+/* the distance functions, which the index AM recognises as opclass support */
+extern PGDLLEXPORT Datum cvec_l2_distance(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum cvec_negative_inner_product(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum cvec_cosine_distance(PG_FUNCTION_ARGS);
+
 extern CVec *cvec_alloc(int dim);
 extern void cvec_check_dim_count(int dim);
 extern void cvec_check_same_dims(const CVec *a, const CVec *b);

@@ -1,0 +1,555 @@
+/*
+ * build.c: ambuild and ambuildempty.
+ *
+ * Pass 1 reads the heap through the table AM's build scan and keeps a
+ * reservoir sample (draws from the seeded PRNG, so the same data and seed
+ * give the same sample).  k-means (src/math) turns the sample into
+ * centroids.  Pass 2 reads the heap again, assigns each row to its nearest
+ * centroid in batches, and feeds (list, tid, vector) to a tuplesort.  Pass 3
+ * writes the lists in order through page.c.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relscan.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator_d.h"
+#include "commands/progress.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+
+#include "ivf/ivf.h"
+#include "math/distance.h"
+#include "math/kmeans.h"
+#include "math/nearest.h"
+#include "math/prng.h"
+#include "optimizer/plancat.h"
+#include "type/cvec.h"
+
+#define ASSIGN_BATCH 2048
+#define MIN_AUTO_SAMPLE 10000
+#define SAMPLE_PER_LIST 50
+
+typedef struct BuildState
+{
+	Relation	heap;
+	Relation	index;
+	CvIvfMetric metric;
+	int			dimensions;		/* 0 until the first vector */
+	MemoryContext tuple_context;
+	/* pass 1 */
+	const CvIvfOptions *options;
+	int			estimated_lists;
+	CvPrng		prng;
+	float	   *sample;
+	int64		sample_capacity;
+	int64		sample_count;
+	int64		rows;
+	/* pass 2 */
+	CvNearest  *nearest;
+	float	   *batch;
+	ItemPointerData *batch_tids;
+	int32	   *batch_lists;
+	int			batch_count;
+	Tuplesortstate *sort;
+	TupleTableSlot *slot;		/* rows going into the sort */
+	TupleTableSlot *sorted_slot;	/* rows coming out of it */
+	int64		assigned;
+} BuildState;
+
+/* palloc-based allocator for src/math, so an ERROR cannot leak memory. */
+static void *
+math_alloc(size_t size, void *arg pg_attribute_unused())
+{
+	return MemoryContextAllocExtended(CurrentMemoryContext, size,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static void
+math_free(void *ptr, void *arg pg_attribute_unused())
+{
+	pfree(ptr);
+}
+
+static const CvAllocator palloc_allocator = {math_alloc, math_free, NULL};
+
+static void
+check_math(CvMathStatus status, const char *what)
+{
+	if (status == CV_MATH_OUT_OF_MEMORY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory during %s", what)));
+	if (status != CV_MATH_OK)
+		elog(ERROR, "%s failed: %s", what, cv_math_status_string(status));
+}
+
+static const CvIvfOptions *
+build_options(Relation index)
+{
+	static const CvIvfOptions defaults = {0, 0, 10, 0, 0};
+
+	return index->rd_options ? (const CvIvfOptions *) index->rd_options : &defaults;
+}
+
+/* The first vector fixes the dimensions; every other must match. */
+static void
+check_build_dimensions(BuildState *state, const CVec *v)
+{
+	if (state->dimensions == 0)
+		state->dimensions = v->dim;
+	else if (v->dim != state->dimensions)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("different cvec dimensions %d and %d in column indexed by \"%s\"",
+						state->dimensions, v->dim, RelationGetRelationName(state->index)),
+				 errhint("Declare the column as cvec(n) so every row has n dimensions.")));
+}
+
+/* The vector of an index tuple, or NULL when it is not indexed. */
+static CVec *
+indexable_vector(BuildState *state, Datum value, bool isnull)
+{
+	CVec	   *v;
+
+	if (isnull)
+		return NULL;
+	v = DatumGetCVec(value);
+	check_build_dimensions(state, v);
+	if (!cvivf_vector_is_indexable(state->metric, v->x, v->dim))
+		return NULL;
+	return v;
+}
+
+static int64 choose_sample_capacity(Relation index, const CvIvfOptions *options,
+									int lists, int dims);
+
+/* The reservoir, sized once the first vector tells the dimensions. */
+static void
+allocate_sample(BuildState *state)
+{
+	state->sample_capacity = choose_sample_capacity(state->index, state->options,
+													state->estimated_lists,
+													state->dimensions);
+	state->sample = MemoryContextAllocHuge(state->tuple_context->parent,
+										   sizeof(float) * state->dimensions *
+										   state->sample_capacity);
+}
+
+/* Reservoir sampling (Algorithm R) with the seeded PRNG. */
+static void
+sample_callback(Relation index pg_attribute_unused(), ItemPointer tid pg_attribute_unused(), Datum *values, bool *isnull,
+				bool alive pg_attribute_unused(), void *arg)
+{
+	BuildState *state = (BuildState *) arg;
+	MemoryContext old = MemoryContextSwitchTo(state->tuple_context);
+	CVec	   *v = indexable_vector(state, values[0], isnull[0]);
+	int64		slot = -1;
+
+	if (v != NULL)
+	{
+		if (state->sample == NULL)
+			allocate_sample(state);
+		if (state->sample_count < state->sample_capacity)
+			slot = state->sample_count++;
+		else
+		{
+			int64		j = cv_prng_below(&state->prng, state->rows + 1);
+
+			if (j < state->sample_capacity)
+				slot = j;
+		}
+		if (slot >= 0)
+			memcpy(state->sample + slot * state->dimensions, v->x,
+				   sizeof(float) * state->dimensions);
+		state->rows++;
+		if ((state->rows & 1023) == 0)
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->tuple_context);
+}
+
+/* lists: the reloption, or about rows / 1000, within [1, CVIVF_MAX_LISTS]. */
+static int
+choose_lists(const CvIvfOptions *options, double rows)
+{
+	if (options->lists > 0)
+		return options->lists;
+	return (int) Max(1.0, Min((double) CVIVF_MAX_LISTS, rint(rows / 1000.0)));
+}
+
+static Size
+megabytes_up(Size bytes)
+{
+	return (bytes + 1024 * 1024 - 1) / (1024 * 1024);
+}
+
+/*
+ * How many rows pass 1 keeps: sample_rows, or 50 per list (at least
+ * 10,000), within maintenance_work_mem together with the centroids.
+ */
+static int64
+choose_sample_capacity(Relation index, const CvIvfOptions *options, int lists, int dims)
+{
+	Size		row_bytes = sizeof(float) * (Size) dims;
+	Size		centroid_bytes = 3 * row_bytes * lists;	/* centroids, k-means and assignment copies */
+	Size		budget = (Size) maintenance_work_mem * 1024;
+	int64		wanted = options->sample_rows > 0 ? options->sample_rows :
+		Max((int64) MIN_AUTO_SAMPLE, (int64) SAMPLE_PER_LIST * lists);
+	Size		needed = centroid_bytes + row_bytes * (Size) Max(wanted, lists);
+	int64		fits;
+
+	if (needed <= budget)
+		return wanted;
+	fits = budget > centroid_bytes ? (int64) ((budget - centroid_bytes) / row_bytes) : 0;
+	if (options->sample_rows > 0 || fits < (int64) lists * 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cvivf build of \"%s\" needs %zu MB of memory, maintenance_work_mem is %d MB",
+						RelationGetRelationName(index), megabytes_up(needed),
+						maintenance_work_mem / 1024),
+				 errhint("Increase maintenance_work_mem to at least %zu MB, or use fewer lists or sample_rows.",
+						 megabytes_up(needed))));
+	ereport(NOTICE,
+			(errmsg("cvivf samples %lld rows instead of %lld to fit maintenance_work_mem",
+					(long long) fits, (long long) wanted),
+			 errhint("Increase maintenance_work_mem to at least %zu MB for the full sample.",
+					 megabytes_up(needed))));
+	return fits;
+}
+
+static void
+kmeans_progress(void *arg pg_attribute_unused(), int iteration, int total pg_attribute_unused())
+{
+	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE, iteration);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* Cosine and inner product train on directions: the sample becomes unit length. */
+static void
+normalize_sample(BuildState *state)
+{
+	for (int64 i = 0; i < state->sample_count; i++)
+	{
+		float	   *x = state->sample + i * state->dimensions;
+		double		norm = sqrt(cv_distance->norm_squared(x, state->dimensions));
+
+		if (norm > 0)
+			for (int j = 0; j < state->dimensions; j++)
+				x[j] = (float) (x[j] / norm);
+	}
+}
+
+/* Trains up to lists centroids; returns how many there are (fewer distinct rows: fewer). */
+static int
+train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float *centroids)
+{
+	CvKmeansParams params = {0};
+	CvKmeansResult result = {0};
+
+	params.k = lists;
+	params.iterations = iterations;
+	params.seed = seed;
+	params.metric = state->metric == CVIVF_METRIC_L2 ? CV_KMEANS_L2 : CV_KMEANS_SPHERICAL;
+	params.progress = kmeans_progress;
+	params.progress_arg = state;
+	params.allocator = &palloc_allocator;
+	if (state->metric != CVIVF_METRIC_L2)
+		normalize_sample(state);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_KMEANS);
+	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_TOTAL, iterations);
+	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE, 0);
+	check_math(cv_kmeans(state->sample, state->sample_count, state->dimensions, &params,
+						 centroids, NULL, NULL, &result), "k-means");
+	return result.n_centroids;
+}
+
+/* Assigns the buffered rows to lists and hands them to the sort. */
+static void
+flush_batch(BuildState *state)
+{
+	check_math(cv_nearest_assign(state->nearest, state->batch, state->batch_count,
+								 state->batch_lists, NULL), "list assignment");
+	for (int i = 0; i < state->batch_count; i++)
+	{
+		TupleTableSlot *slot = state->slot;
+		CVec	   *v = cvec_alloc(state->dimensions);
+
+		memcpy(v->x, state->batch + (Size) i * state->dimensions,
+			   sizeof(float) * state->dimensions);
+		ExecClearTuple(slot);
+		slot->tts_values[0] = Int32GetDatum(state->batch_lists[i]);
+		slot->tts_values[1] = PointerGetDatum(&state->batch_tids[i]);
+		slot->tts_values[2] = PointerGetDatum(v);
+		slot->tts_isnull[0] = slot->tts_isnull[1] = slot->tts_isnull[2] = false;
+		ExecStoreVirtualTuple(slot);
+		tuplesort_puttupleslot(state->sort, slot);
+		pfree(v);
+	}
+	state->assigned += state->batch_count;
+	state->batch_count = 0;
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->assigned);
+}
+
+static void
+assign_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *values, bool *isnull,
+				bool alive pg_attribute_unused(), void *arg)
+{
+	BuildState *state = (BuildState *) arg;
+	MemoryContext old = MemoryContextSwitchTo(state->tuple_context);
+	CVec	   *v = indexable_vector(state, values[0], isnull[0]);
+
+	if (v != NULL)
+	{
+		memcpy(state->batch + (Size) state->batch_count * state->dimensions, v->x,
+			   sizeof(float) * state->dimensions);
+		state->batch_tids[state->batch_count++] = *tid;
+		if (state->batch_count == ASSIGN_BATCH)
+			flush_batch(state);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->tuple_context);
+}
+
+/* A sort of (list int4, tid, vector) by list, then heap order. */
+static void
+begin_sort(BuildState *state)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(3);
+	AttrNumber	columns[2] = {1, 2};
+	Oid			operators[2] = {Int4LessOperator, TIDLessOperator};
+	Oid			collations[2] = {InvalidOid, InvalidOid};
+	bool		nulls_first[2] = {false, false};
+
+	TupleDescInitEntry(desc, 1, "list", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, 2, "tid", TIDOID, -1, 0);
+	TupleDescInitEntry(desc, 3, "vector",
+					   TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid, -1, 0);
+	state->slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	state->sorted_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	state->sort = tuplesort_begin_heap(desc, 2, columns, operators, collations, nulls_first,
+									   maintenance_work_mem, NULL, TUPLESORT_NONE);
+}
+
+/* Pass 2: every row to its nearest list, through the sort. */
+static void
+assign_rows(BuildState *state, IndexInfo *info, const float *centroids, int lists)
+{
+	CvNearestMetric metric = state->metric == CVIVF_METRIC_L2 ?
+		CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT;
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_ASSIGNING);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->rows);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
+	check_math(cv_nearest_create(centroids, lists, state->dimensions, metric,
+								 &palloc_allocator, &state->nearest), "list assignment");
+	state->batch = palloc(sizeof(float) * state->dimensions * ASSIGN_BATCH);
+	state->batch_tids = palloc(sizeof(ItemPointerData) * ASSIGN_BATCH);
+	state->batch_lists = palloc(sizeof(int32) * ASSIGN_BATCH);
+	begin_sort(state);
+	table_index_build_scan(state->heap, state->index, info, true, true,
+						   assign_callback, state, NULL);
+	if (state->batch_count > 0)
+		flush_batch(state);
+	cv_nearest_free(state->nearest);
+	tuplesort_performsort(state->sort);
+}
+
+/* Pass 3: the sorted rows, list after list, onto pages. */
+static void
+write_lists(BuildState *state, CvIvfBuildWriter *writer)
+{
+	int			current = -1;
+	int64		written = 0;
+	bool		isnull;
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_WRITING);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->assigned);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
+	while (tuplesort_gettupleslot(state->sort, true, false, state->sorted_slot, NULL))
+	{
+		TupleTableSlot *slot = state->sorted_slot;
+		int			list = DatumGetInt32(slot_getattr(slot, 1, &isnull));
+		ItemPointer tid = (ItemPointer) DatumGetPointer(slot_getattr(slot, 2, &isnull));
+		CVec	   *v = DatumGetCVec(slot_getattr(slot, 3, &isnull));
+
+		if (list != current)
+			cvivf_writer_start_list(writer, current = list);
+		cvivf_writer_add(writer, tid, v->x);
+		if ((++written & 1023) == 0)
+		{
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, written);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	tuplesort_end(state->sort);
+}
+
+/* Whole centroids per page; 0 when one centroid needs several pages. */
+static uint32
+centroids_in_page(Size centroid_bytes)
+{
+	return centroid_bytes == 0 ? 1 : CVIVF_PAGE_CAPACITY / centroid_bytes;
+}
+
+static BlockNumber
+centroid_pages(const CvIvfMetaPageData *meta)
+{
+	if (meta->centroids_per_page > 0)
+		return (meta->lists + meta->centroids_per_page - 1) / meta->centroids_per_page;
+	return meta->lists * meta->pages_per_centroid;
+}
+
+/* The metapage fields every build fills in the same way. */
+static void
+init_meta(CvIvfMetaPageData *meta, CvIvfMetric metric, int dims, int lists, bool centroids)
+{
+	Size		centroid_bytes = sizeof(float) * (Size) dims;
+
+	memset(meta, 0, sizeof(*meta));
+	meta->magic = CVIVF_MAGIC;
+	meta->version = CVIVF_VERSION;
+	meta->dimensions = dims;
+	meta->metric = metric;
+	meta->lists = lists;
+	meta->flags = centroids ? 0 : CVIVF_META_NO_CENTROIDS;
+	meta->generation = 1;
+	meta->first_centroid_block = 1;
+	meta->centroids_per_page = centroids_in_page(centroid_bytes);
+	meta->pages_per_centroid = meta->centroids_per_page > 0 ? 1 :
+		(centroid_bytes + CVIVF_PAGE_CAPACITY - 1) / CVIVF_PAGE_CAPACITY;
+	meta->entries_per_directory_page = CVIVF_PAGE_CAPACITY / sizeof(CvIvfListEntry);
+	meta->first_directory_block = 1 + (centroids ? centroid_pages(meta) : 0);
+}
+
+/* The dimensions the column's type modifier promises, or 0. */
+static int
+declared_dimensions(Relation index)
+{
+	int32		typmod = TupleDescAttr(RelationGetDescr(index), 0)->atttypmod;
+
+	return typmod > 0 ? typmod : 0;
+}
+
+/* An index with one list and no centroid: exact scans until a REINDEX. */
+static void
+write_empty_index(Relation index, ForkNumber fork, CvIvfMetric metric, int dims)
+{
+	CvIvfMetaPageData meta;
+	CvIvfBuildWriter *writer;
+
+	init_meta(&meta, metric, dims, 1, false);
+	writer = cvivf_writer_begin(index, fork, &meta);
+	cvivf_writer_centroids(writer, NULL, NULL);
+	cvivf_writer_finish(writer);
+}
+
+static double
+estimate_heap_rows(Relation heap)
+{
+	BlockNumber pages;
+	double		tuples;
+	double		allvisfrac;
+
+	estimate_rel_size(heap, NULL, &pages, &tuples, &allvisfrac);
+	return tuples;
+}
+
+/* Pass 1: the reservoir sample and the exact number of indexable rows. */
+static void
+sample_rows(BuildState *state, IndexInfo *info)
+{
+	double		estimate = estimate_heap_rows(state->heap);
+
+	state->estimated_lists = choose_lists(state->options, estimate);
+	cv_prng_seed(&state->prng, (uint64) state->options->seed);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_SAMPLING);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) estimate);
+	table_index_build_scan(state->heap, state->index, info, true, true,
+						   sample_callback, state, NULL);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
+}
+
+/* k-means on the sample; centroids and norms are allocated here. */
+static int
+build_centroids(BuildState *state, float **centroids, double **norms)
+{
+	int			wanted = choose_lists(state->options, (double) state->rows);
+	int			lists;
+
+	*centroids = MemoryContextAllocHuge(CurrentMemoryContext,
+										sizeof(float) * state->dimensions * (Size) wanted);
+	lists = train_centroids(state, wanted, state->options->iterations,
+							(uint64) state->options->seed, *centroids);
+	if (lists < wanted)
+		ereport(NOTICE,
+				(errmsg("cvivf index \"%s\" has %d lists instead of %d",
+						RelationGetRelationName(state->index), lists, wanted),
+				 errdetail("The sample holds only %d distinct vectors.", lists)));
+	*norms = palloc(sizeof(double) * lists);
+	for (int i = 0; i < lists; i++)
+		(*norms)[i] = sqrt(cv_distance->norm_squared(*centroids + (Size) i * state->dimensions,
+													  state->dimensions));
+	return lists;
+}
+
+IndexBuildResult *
+cvivfbuild(Relation heap, Relation index, IndexInfo *info)
+{
+	IndexBuildResult *result = palloc0(sizeof(IndexBuildResult));
+	BuildState	state = {0};
+	CvIvfMetaPageData meta;
+	CvIvfBuildWriter *writer;
+	float	   *centroids;
+	double	   *norms;
+	int			lists;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+	state.heap = heap;
+	state.index = index;
+	state.metric = cvivf_metric_of_index(index);
+	state.options = build_options(index);
+	state.dimensions = declared_dimensions(index);
+	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
+												ALLOCSET_DEFAULT_SIZES);
+	sample_rows(&state, info);
+	if (state.rows == 0)
+	{
+		write_empty_index(index, MAIN_FORKNUM, state.metric, state.dimensions);
+		ereport(NOTICE,
+				(errmsg("cvivf index \"%s\" was built on a table without vectors",
+						RelationGetRelationName(index)),
+				 errdetail("It has one list and no centroid: scans read every row."),
+				 errhint("REINDEX it once data is loaded.")));
+		return result;
+	}
+	lists = build_centroids(&state, &centroids, &norms);
+	assign_rows(&state, info, centroids, lists);
+	init_meta(&meta, state.metric, state.dimensions, lists, true);
+	meta.iterations = state.options->iterations;
+	meta.seed = (uint64) state.options->seed;
+	meta.sample_rows = state.sample_count;
+	writer = cvivf_writer_begin(index, MAIN_FORKNUM, &meta);
+	cvivf_writer_centroids(writer, centroids, norms);
+	write_lists(&state, writer);
+	cvivf_writer_finish(writer);
+	result->heap_tuples = state.rows;
+	result->index_tuples = state.assigned;
+	return result;
+}
+
+/* The init fork of an unlogged index: empty, exact, logged. */
+void
+cvivfbuildempty(Relation index)
+{
+	write_empty_index(index, INIT_FORKNUM, cvivf_metric_of_index(index),
+					  declared_dimensions(index));
+}

@@ -1,0 +1,54 @@
+/*
+ * insert.c: aminsert.  A vector goes to the end of its nearest list; NULL
+ * vectors (and zero vectors under cosine) are not indexed.
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "ivf/ivf.h"
+#include "type/cvec.h"
+
+/* An index built on an empty, untyped column learns its dimensions here. */
+static void
+check_dimensions(Relation index, CvIvfMetaPageData *meta, const CVec *v)
+{
+	if (meta->dimensions == 0)
+	{
+		cvivf_set_dimensions(index, v->dim);
+		cvivf_read_meta(index, meta);
+	}
+	if ((int) meta->dimensions != v->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("expected %u dimensions, not %d", meta->dimensions, v->dim),
+				 errdetail("Index \"%s\" holds vectors of %u dimensions.",
+						   RelationGetRelationName(index), meta->dimensions)));
+}
+
+bool
+cvivfinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
+			Relation heap pg_attribute_unused(), IndexUniqueCheck checkUnique pg_attribute_unused(), bool indexUnchanged pg_attribute_unused(),
+			IndexInfo *indexInfo pg_attribute_unused())
+{
+	MemoryContext context;
+	MemoryContext old;
+	CvIvfMetaPageData meta;
+	CVec	   *v;
+
+	if (isnull[0])
+		return false;
+	context = AllocSetContextCreate(CurrentMemoryContext, "cvivf insert",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(context);
+	v = DatumGetCVec(values[0]);
+	cvivf_read_meta(index, &meta);
+	check_dimensions(index, &meta, v);
+	if (cvivf_vector_is_indexable(meta.metric, v->x, v->dim))
+		cvivf_append_tuple(index, &meta, cvivf_nearest_list(index, &meta, v->x),
+						   heap_tid, v->x);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(context);
+	return false;
+}

@@ -1,0 +1,199 @@
+/*
+ * introspect.c: cvivf_lists, cvivf_list_of and cvivf_verify, for users and
+ * for tests that check the structure rather than only the answers.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+#include "ivf/ivf.h"
+#include "type/cvec.h"
+
+PG_FUNCTION_INFO_V1(cvivf_lists);
+PG_FUNCTION_INFO_V1(cvivf_list_of);
+PG_FUNCTION_INFO_V1(cvivf_verify);
+
+/* Opens a relation and insists it is a cvivf index. */
+static Relation
+open_cvivf_index(Oid relid)
+{
+	Relation	index = relation_open(relid, AccessShareLock);
+
+	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_indam == NULL ||
+		index->rd_indam->ambuild != cvivfbuild)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a cvivf index", RelationGetRelationName(index))));
+	return index;
+}
+
+Datum
+cvivf_lists(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	index = open_cvivf_index(PG_GETARG_OID(0));
+	CvIvfMetaPageData meta;
+
+	InitMaterializedSRF(fcinfo, 0);
+	cvivf_read_meta(index, &meta);
+	for (uint32 list = 0; list < meta.lists; list++)
+	{
+		CvIvfListEntry entry;
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		cvivf_read_list_entry(index, &meta, list, &entry);
+		values[0] = Int32GetDatum(list);
+		values[1] = Int64GetDatum(entry.tuples);
+		values[2] = Float8GetDatum(entry.centroid_norm);
+		nulls[2] = (meta.flags & CVIVF_META_NO_CENTROIDS) != 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	relation_close(index, AccessShareLock);
+	return (Datum) 0;
+}
+
+Datum
+cvivf_list_of(PG_FUNCTION_ARGS)
+{
+	Relation	index = open_cvivf_index(PG_GETARG_OID(0));
+	CVec	   *v = PG_GETARG_CVEC_P(1);
+	CvIvfMetaPageData meta;
+	int			list;
+
+	cvivf_read_meta(index, &meta);
+	if (meta.dimensions != 0 && (int) meta.dimensions != v->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("different cvec dimensions %u and %d", meta.dimensions, v->dim)));
+	list = cvivf_nearest_list(index, &meta, v->x);
+	relation_close(index, AccessShareLock);
+	PG_RETURN_INT32(list);
+}
+
+/* What cvivf_verify tracks while it walks one list. */
+typedef struct VerifyState
+{
+	Relation	index;
+	const CvIvfMetaPageData *meta;
+	const float *centroids;
+	int			list;
+	uint64		live;
+} VerifyState;
+
+static void
+report_violation(Relation index, BlockNumber block, Size offset, const char *invariant)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("index \"%s\" is corrupted at block %u, offset %zu",
+					RelationGetRelationName(index), block, offset),
+			 errdetail("Invariant violated: %s.", invariant)));
+}
+
+/* Each tuple: a valid heap TID, and no centroid nearer than its own list's. */
+static void
+verify_tuple(const CvIvfTupleHeader *header, const float *vector,
+			 BlockNumber block, Size offset, void *arg)
+{
+	VerifyState *state = (VerifyState *) arg;
+	const CvIvfMetaPageData *meta = state->meta;
+	double		mine;
+
+	if (!ItemPointerIsValid(&header->heap_tid))
+		report_violation(state->index, block, offset, "every tuple has a valid heap TID");
+	if (header->flags & ~CVIVF_TUPLE_DEAD)
+		report_violation(state->index, block, offset, "tuple flags are known");
+	if (!(header->flags & CVIVF_TUPLE_DEAD))
+		state->live++;
+	for (int j = 0; j < (int) meta->dimensions; j++)
+		if (!isfinite(vector[j]))
+			report_violation(state->index, block, offset, "every element is finite");
+	if (state->centroids == NULL)
+		return;
+	mine = cvivf_centroid_distance(meta->metric, vector,
+								   state->centroids + (Size) state->list * meta->dimensions,
+								   meta->dimensions);
+	for (uint32 other = 0; other < meta->lists; other++)
+	{
+		double		theirs = cvivf_centroid_distance(meta->metric, vector,
+													 state->centroids + (Size) other * meta->dimensions,
+													 meta->dimensions);
+
+		if (theirs < mine || (theirs == mine && (int) other < state->list))
+			report_violation(state->index, block, offset,
+							 "every tuple is in the list of its nearest centroid");
+	}
+}
+
+/* Walks one list's chain: page kinds, no cycle, the recorded last page. */
+static void
+verify_chain(Relation index, const CvIvfMetaPageData *meta pg_attribute_unused(), const CvIvfListEntry *entry,
+			 BlockNumber nblocks)
+{
+	BlockNumber block = entry->first_block;
+	BlockNumber last = InvalidBlockNumber;
+	BlockNumber steps = 0;
+
+	while (BlockNumberIsValid(block))
+	{
+		Buffer		buf;
+		Page		page;
+
+		if (block >= nblocks || ++steps > nblocks)
+			report_violation(index, block, 0, "list chains stay inside the index and end");
+		buf = ReadBuffer(index, block);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		cvivf_check_page(index, page, block, CVIVF_PAGE_DATA);
+		last = block;
+		block = CvIvfPageGetOpaque(page)->next;
+		UnlockReleaseBuffer(buf);
+	}
+	if (last != entry->last_block)
+		report_violation(index, last, 0, "the directory records the last page of each list");
+}
+
+Datum
+cvivf_verify(PG_FUNCTION_ARGS)
+{
+	Relation	index = open_cvivf_index(PG_GETARG_OID(0));
+	CvIvfMetaPageData meta;
+	VerifyState state = {0};
+	bool		owned;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+	cvivf_read_meta(index, &meta);
+	if (meta.lists < 1 || meta.lists > CVIVF_MAX_LISTS ||
+		((meta.flags & CVIVF_META_NO_CENTROIDS) && meta.lists != 1))
+		report_violation(index, CVIVF_METAPAGE_BLKNO, 0, "1 <= lists <= 32768, one list without centroids");
+	state.index = index;
+	state.meta = &meta;
+	state.centroids = cvivf_get_centroids(index, &meta, &owned);
+	for (uint32 list = 0; list < meta.lists; list++)
+	{
+		CvIvfListEntry entry;
+
+		CHECK_FOR_INTERRUPTS();
+		cvivf_read_list_entry(index, &meta, list, &entry);
+		verify_chain(index, &meta, &entry, nblocks);
+		state.list = list;
+		state.live = 0;
+		if (BlockNumberIsValid(entry.first_block))
+			cvivf_scan_list(index, &meta, entry.first_block, true, NULL, verify_tuple, &state);
+		if (state.live != entry.tuples)
+			report_violation(index, cvivf_directory_block(&meta, list),
+							 CVIVF_PAGE_DATA_START + cvivf_directory_slot(&meta, list) * sizeof(CvIvfListEntry),
+							 "the directory counts the live tuples of each list");
+	}
+	relation_close(index, AccessShareLock);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,208 @@
+/*
+ * ivf.h: the on-disk format of a cvivf index, and the interfaces between its
+ * files.  The format lives here alone; bump CVIVF_VERSION when it changes.
+ *
+ * Block 0 is the metapage.  Then come the centroid pages (float4 centroids in
+ * list order; several to a page, or one centroid over several pages when it
+ * is wider than a page), then the directory pages (one CvIvfListEntry per
+ * list), all contiguous so a block number is arithmetic.  Each list's data
+ * is a chain of pages holding a dense byte stream of tuples: an 8-byte
+ * header (heap TID, flags) and the vector's float4 elements.  A tuple's
+ * elements may continue at the start of the next page of its list, so a
+ * 1024-d vector does not waste half a page and 16,000 dimensions fit.  A
+ * tuple's header never straddles pages: it carries the dead flag VACUUM sets.
+ */
+#ifndef CV_IVF_H
+#define CV_IVF_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/generic_xlog.h"
+#include "access/itup.h"
+#include "nodes/execnodes.h"
+#include "storage/bufmgr.h"
+#include "utils/relcache.h"
+
+#define CVIVF_MAGIC 0x43564946	/* "CVIF" */
+#define CVIVF_VERSION 1
+#define CVIVF_PAGE_ID 0xCF01	/* in every page's special space */
+
+#define CVIVF_METAPAGE_BLKNO 0
+#define CVIVF_MAX_LISTS 32768
+
+/* page kinds (CvIvfPageOpaqueData.kind) */
+#define CVIVF_PAGE_META 1
+#define CVIVF_PAGE_CENTROID 2
+#define CVIVF_PAGE_DIRECTORY 3
+#define CVIVF_PAGE_DATA 4
+
+/* metapage flags */
+#define CVIVF_META_NO_CENTROIDS 0x0001	/* built on an empty table: one list */
+
+/* tuple flags */
+#define CVIVF_TUPLE_DEAD 0x0001
+
+typedef enum CvIvfMetric
+{
+	CVIVF_METRIC_L2 = 1,
+	CVIVF_METRIC_INNER_PRODUCT = 2,
+	CVIVF_METRIC_COSINE = 3
+} CvIvfMetric;
+
+typedef struct CvIvfPageOpaqueData
+{
+	BlockNumber next;			/* next page of this chain, or InvalidBlockNumber */
+	uint16		kind;
+	uint16		page_id;		/* CVIVF_PAGE_ID */
+} CvIvfPageOpaqueData;
+
+typedef CvIvfPageOpaqueData *CvIvfPageOpaque;
+
+typedef struct CvIvfMetaPageData
+{
+	uint32		magic;
+	uint32		version;
+	uint32		dimensions;
+	uint32		metric;			/* CvIvfMetric */
+	uint32		lists;
+	uint32		flags;
+	uint64		generation;		/* bumped by every vacuum and rebuild */
+	BlockNumber first_centroid_block;
+	BlockNumber first_directory_block;
+	uint32		centroids_per_page; /* 0 when a centroid spans pages */
+	uint32		pages_per_centroid; /* 1 unless a centroid spans pages */
+	uint32		entries_per_directory_page;
+	uint32		iterations;		/* build parameters, as used */
+	uint64		seed;
+	uint64		sample_rows;
+	uint64		build_rows;
+} CvIvfMetaPageData;
+
+typedef CvIvfMetaPageData *CvIvfMetaPage;
+
+typedef struct CvIvfListEntry
+{
+	BlockNumber first_block;	/* InvalidBlockNumber while the list is empty */
+	BlockNumber last_block;
+	uint64		tuples;			/* live tuples (appended minus removed) */
+	float8		centroid_norm;
+} CvIvfListEntry;
+
+typedef struct CvIvfTupleHeader
+{
+	ItemPointerData heap_tid;
+	uint16		flags;
+} CvIvfTupleHeader;
+
+StaticAssertDecl(sizeof(CvIvfTupleHeader) == 8, "tuple header must be 8 bytes");
+
+#define CvIvfPageGetOpaque(page) ((CvIvfPageOpaque) PageGetSpecialPointer(page))
+#define CvIvfPageGetMeta(page) ((CvIvfMetaPage) PageGetContents(page))
+#define CVIVF_PAGE_DATA_START ((Size) MAXALIGN(SizeOfPageHeaderData))
+#define CVIVF_PAGE_CAPACITY \
+	((Size) (BLCKSZ - CVIVF_PAGE_DATA_START - MAXALIGN(sizeof(CvIvfPageOpaqueData))))
+#define CVIVF_TUPLE_SIZE(dim) (sizeof(CvIvfTupleHeader) + sizeof(float) * (Size) (dim))
+
+/* reloptions */
+typedef struct CvIvfOptions
+{
+	int32		vl_len_;
+	int			lists;			/* 0: automatic, about rows / 1000 */
+	int			iterations;
+	int			seed;
+	int			sample_rows;	/* 0: automatic */
+} CvIvfOptions;
+
+/* build phases, as pg_stat_progress_create_index reports them */
+#define CVIVF_PHASE_SAMPLING 2
+#define CVIVF_PHASE_KMEANS 3
+#define CVIVF_PHASE_ASSIGNING 4
+#define CVIVF_PHASE_WRITING 5
+
+/* settings (src/ivf/settings.c) */
+extern int	cvivf_probes;
+extern int	cvivf_iterative_scan;
+extern int	cvivf_max_probes;
+
+#define CVIVF_ITERATIVE_OFF 0
+#define CVIVF_ITERATIVE_RELAXED 1
+
+extern void cvivf_define_settings(void);
+
+/* handler.c */
+extern bytea *cvivfoptions(Datum reloptions, bool validate);
+extern char *cvivfbuildphasename(int64 phasenum);
+
+/* metric.c: the opclass's metric and distances the same as its operator */
+extern CvIvfMetric cvivf_metric_of_index(Relation index);
+extern double cvivf_distance(CvIvfMetric metric, const float *a, const float *b, int dim);
+extern bool cvivf_vector_is_indexable(CvIvfMetric metric, const float *x, int dim);
+extern double cvivf_centroid_distance(CvIvfMetric metric, const float *query,
+									  const float *centroid, int dim);
+
+/* reader.c: everything that reads pages */
+extern void cvivf_read_meta(Relation index, CvIvfMetaPageData *meta);
+extern float *cvivf_read_centroids(Relation index, const CvIvfMetaPageData *meta);
+extern void cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta,
+								  int list, CvIvfListEntry *entry);
+extern BlockNumber cvivf_directory_block(const CvIvfMetaPageData *meta, int list);
+extern int	cvivf_directory_slot(const CvIvfMetaPageData *meta, int list);
+
+/* Called for every tuple of a list; the vector is only valid during the call. */
+typedef void (*CvIvfTupleVisitor) (const CvIvfTupleHeader *header, const float *vector,
+								   BlockNumber block, Size offset, void *arg);
+extern uint64 cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta,
+							  BlockNumber first_block, bool include_dead,
+							  BufferAccessStrategy strategy,
+							  CvIvfTupleVisitor visitor, void *arg);
+extern void cvivf_check_page(Relation index, Page page, BlockNumber block, uint16 kind);
+
+/* centroids.c */
+extern const float *cvivf_get_centroids(Relation index, const CvIvfMetaPageData *meta,
+										bool *owned);
+extern int	cvivf_nearest_list(Relation index, const CvIvfMetaPageData *meta,
+							   const float *vector);
+
+/* page.c: the only file that changes pages (always through GenericXLog) */
+typedef struct CvIvfBuildWriter CvIvfBuildWriter;
+
+extern CvIvfBuildWriter *cvivf_writer_begin(Relation index, ForkNumber fork,
+											const CvIvfMetaPageData *meta);
+extern void cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids,
+								   const double *norms);
+extern void cvivf_writer_start_list(CvIvfBuildWriter *writer, int list);
+extern void cvivf_writer_add(CvIvfBuildWriter *writer, ItemPointer tid, const float *vector);
+extern void cvivf_writer_finish(CvIvfBuildWriter *writer);
+extern void cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
+							   ItemPointer tid, const float *vector);
+extern int	cvivf_mark_dead(Relation index, BlockNumber block, const Size *offsets, int count,
+							BufferAccessStrategy strategy);
+extern void cvivf_set_dimensions(Relation index, int dimensions);
+extern void cvivf_update_after_vacuum(Relation index, const CvIvfMetaPageData *meta,
+									  const int64 *removed_per_list);
+
+/* build.c, insert.c, scan.c, vacuum.c, cost.c, validate.c */
+extern IndexBuildResult *cvivfbuild(Relation heap, Relation index, IndexInfo *info);
+extern void cvivfbuildempty(Relation index);
+extern bool cvivfinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
+						Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+						IndexInfo *indexInfo);
+extern IndexScanDesc cvivfbeginscan(Relation index, int nkeys, int norderbys);
+extern void cvivfrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys,
+						int norderbys);
+extern bool cvivfgettuple(IndexScanDesc scan, ScanDirection dir);
+extern void cvivfendscan(IndexScanDesc scan);
+extern IndexBulkDeleteResult *cvivfbulkdelete(IndexVacuumInfo *info,
+											  IndexBulkDeleteResult *stats,
+											  IndexBulkDeleteCallback callback,
+											  void *callback_state);
+extern IndexBulkDeleteResult *cvivfvacuumcleanup(IndexVacuumInfo *info,
+												 IndexBulkDeleteResult *stats);
+extern void cvivfcostestimate(struct PlannerInfo *root, struct IndexPath *path,
+							  double loop_count, Cost *startup, Cost *total,
+							  Selectivity *selectivity, double *correlation,
+							  double *pages);
+extern bool cvivfvalidate(Oid opclassoid);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * metric.c: which distance an index orders by, and that distance computed
+ * exactly as its SQL operator computes it (the scan sets
+ * xs_recheckorderby = false, so the two must agree bit for bit).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "utils/rel.h"
+
+#include "ivf/ivf.h"
+#include "math/distance.h"
+#include "type/cvec.h"
+
+/* Support function 1 of every cvivf opclass is its operator's C function. */
+CvIvfMetric
+cvivf_metric_of_index(Relation index)
+{
+	FmgrInfo   *support = index_getprocinfo(index, 1, 1);
+
+	if (support->fn_addr == cvec_l2_distance)
+		return CVIVF_METRIC_L2;
+	if (support->fn_addr == cvec_negative_inner_product)
+		return CVIVF_METRIC_INNER_PRODUCT;
+	if (support->fn_addr == cvec_cosine_distance)
+		return CVIVF_METRIC_COSINE;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("operator class of index \"%s\" is not supported by cvivf",
+					RelationGetRelationName(index)),
+			 errhint("Use cvec_l2_ops, cvec_ip_ops or cvec_cosine_ops.")));
+	return CVIVF_METRIC_L2;		/* keep the compiler quiet */
+}
+
+/* The order-by value, identical to l2_distance, negative_inner_product or cosine_distance. */
+double
+cvivf_distance(CvIvfMetric metric, const float *a, const float *b, int dim)
+{
+	switch (metric)
+	{
+		case CVIVF_METRIC_L2:
+			return sqrt(cv_distance->l2_squared(a, b, dim));
+		case CVIVF_METRIC_INNER_PRODUCT:
+			return -cv_distance->inner_product(a, b, dim);
+		case CVIVF_METRIC_COSINE:
+			return cv_cosine_distance_from_parts(cv_distance->cosine_parts(a, b, dim));
+	}
+	elog(ERROR, "unknown cvivf metric %d", (int) metric);
+	return 0;
+}
+
+/*
+ * Ranks centroids for a vector: squared L2 for L2; for inner product and
+ * cosine (whose centroids are unit length) the negative dot product.
+ */
+double
+cvivf_centroid_distance(CvIvfMetric metric, const float *query, const float *centroid, int dim)
+{
+	if (metric == CVIVF_METRIC_L2)
+		return cv_distance->l2_squared(query, centroid, dim);
+	return -cv_distance->inner_product(query, centroid, dim);
+}
+
+/* A zero vector has no direction, so the cosine opclass leaves it out. */
+bool
+cvivf_vector_is_indexable(CvIvfMetric metric, const float *x, int dim)
+{
+	if (metric != CVIVF_METRIC_COSINE)
+		return true;
+	return cv_distance->norm_squared(x, dim) > 0;
+}

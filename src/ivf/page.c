@@ -1,0 +1,527 @@
+/*
+ * page.c: the only file that changes cvivf pages, always through GenericXLog,
+ * so an index survives a crash and streams to replicas.
+ *
+ * A tuple that needs more pages than one GenericXLog record holds (4: the
+ * directory page, the list's last page and the new pages) is written in
+ * several records: first its continuation pages, chained to each other but
+ * not yet reachable, then one record that links them and updates the
+ * directory.  Readers follow only linked pages, so they never see half a tuple.
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/rel.h"
+
+#include "ivf/ivf.h"
+
+/* Formats a fresh page of the given kind. */
+static void
+init_page(Page page, uint16 kind)
+{
+	CvIvfPageOpaque opaque;
+
+	PageInit(page, BLCKSZ, MAXALIGN(sizeof(CvIvfPageOpaqueData)));
+	opaque = CvIvfPageGetOpaque(page);
+	opaque->next = InvalidBlockNumber;
+	opaque->kind = kind;
+	opaque->page_id = CVIVF_PAGE_ID;
+}
+
+/* Appends bytes at pd_lower; the caller has checked they fit. */
+static void
+page_append(Page page, const void *bytes, Size count)
+{
+	PageHeader	header = (PageHeader) page;
+
+	memcpy((char *) page + header->pd_lower, bytes, count);
+	header->pd_lower += count;
+}
+
+static Size
+page_free_bytes(Page page)
+{
+	return ((PageHeader) page)->pd_upper - ((PageHeader) page)->pd_lower;
+}
+
+/* Extends the fork by one page, returned locked exclusively. */
+static Buffer
+extend_fork(Relation index, ForkNumber fork, bool lock_extension)
+{
+	Buffer		buf;
+
+	if (lock_extension)
+		LockRelationForExtension(index, ExclusiveLock);
+	buf = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
+	if (lock_extension)
+		UnlockRelationForExtension(index, ExclusiveLock);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	return buf;
+}
+
+/* Writes a whole page image to a locked buffer in one record, then releases it. */
+static void
+write_page_image(Relation index, Buffer buf, Page image)
+{
+	GenericXLogState *state = GenericXLogStart(index);
+	Page		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+
+	memcpy(page, image, BLCKSZ);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/* ---------------------------------------------------------------------
+ * Build: pages are composed in local memory and written once, in block
+ * order, each as a full-page image.
+ * --------------------------------------------------------------------- */
+
+struct CvIvfBuildWriter
+{
+	Relation	index;
+	ForkNumber	fork;
+	CvIvfMetaPageData meta;
+	CvIvfListEntry *entries;
+	PGAlignedBlock image;		/* the data page being filled */
+	bool		have_page;
+	BlockNumber page_block;
+	BlockNumber next_block;		/* the block the next extension returns */
+	int			list;
+	Size		tuple_size;
+};
+
+/* Extends the fork and checks it returned the block the layout expects. */
+static void
+write_next_block(CvIvfBuildWriter *writer, Page image, BlockNumber expected)
+{
+	Buffer		buf = extend_fork(writer->index, writer->fork, false);
+
+	if (BufferGetBlockNumber(buf) != expected)
+		elog(ERROR, "cvivf build expected block %u, got %u",
+			 expected, BufferGetBlockNumber(buf));
+	write_page_image(writer->index, buf, image);
+}
+
+CvIvfBuildWriter *
+cvivf_writer_begin(Relation index, ForkNumber fork, const CvIvfMetaPageData *meta)
+{
+	CvIvfBuildWriter *writer = palloc0(sizeof(CvIvfBuildWriter));
+
+	writer->index = index;
+	writer->fork = fork;
+	writer->meta = *meta;
+	writer->entries = palloc(sizeof(CvIvfListEntry) * meta->lists);
+	for (uint32 i = 0; i < meta->lists; i++)
+	{
+		writer->entries[i].first_block = InvalidBlockNumber;
+		writer->entries[i].last_block = InvalidBlockNumber;
+		writer->entries[i].tuples = 0;
+		writer->entries[i].centroid_norm = 0;
+	}
+	writer->tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
+	writer->list = -1;
+	return writer;
+}
+
+/* Writes the metapage (provisional), the centroid pages and empty directory pages. */
+void
+cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const double *norms)
+{
+	PGAlignedBlock image;
+	CvIvfMetaPageData *meta = &writer->meta;
+	Size		dim = meta->dimensions;
+	Size		floats_per_page = CVIVF_PAGE_CAPACITY / sizeof(float);
+	BlockNumber block = 0;
+
+	init_page(image.data, CVIVF_PAGE_META);
+	page_append(image.data, meta, sizeof(CvIvfMetaPageData));
+	write_next_block(writer, image.data, block++);
+	Assert(meta->first_centroid_block == block);
+	if (!(meta->flags & CVIVF_META_NO_CENTROIDS))
+	{
+		Size		total = dim * meta->lists;
+		Size		per_page = meta->centroids_per_page > 0 ?
+			meta->centroids_per_page * dim : floats_per_page;
+
+		/* a wide centroid starts on its own page, so pages hold whole runs */
+		for (Size list = 0; list < meta->lists; list++)
+			writer->entries[list].centroid_norm = norms[list];
+		if (meta->centroids_per_page > 0)
+			for (Size done = 0; done < total; done += per_page)
+			{
+				init_page(image.data, CVIVF_PAGE_CENTROID);
+				page_append(image.data, centroids + done, sizeof(float) * Min(per_page, total - done));
+				write_next_block(writer, image.data, block++);
+			}
+		else
+			for (Size list = 0; list < meta->lists; list++)
+				for (Size done = 0; done < dim; done += per_page)
+				{
+					init_page(image.data, CVIVF_PAGE_CENTROID);
+					page_append(image.data, centroids + list * dim + done,
+								sizeof(float) * Min(per_page, dim - done));
+					write_next_block(writer, image.data, block++);
+				}
+	}
+	Assert(meta->first_directory_block == block);
+	for (Size list = 0; list < meta->lists; list += meta->entries_per_directory_page)
+	{
+		init_page(image.data, CVIVF_PAGE_DIRECTORY);
+		write_next_block(writer, image.data, block++);
+	}
+	writer->next_block = block;
+}
+
+/* Writes the data page being filled, pointing at next. */
+static void
+flush_data_page(CvIvfBuildWriter *writer, BlockNumber next)
+{
+	CvIvfPageGetOpaque(writer->image.data)->next = next;
+	write_next_block(writer, writer->image.data, writer->page_block);
+	writer->have_page = false;
+}
+
+/* Starts a new data page for the current list, linking the previous one. */
+static void
+start_data_page(CvIvfBuildWriter *writer)
+{
+	CvIvfListEntry *entry = &writer->entries[writer->list];
+	BlockNumber block = writer->next_block++;
+
+	if (writer->have_page)
+		flush_data_page(writer, block);
+	init_page(writer->image.data, CVIVF_PAGE_DATA);
+	writer->have_page = true;
+	writer->page_block = block;
+	if (!BlockNumberIsValid(entry->first_block))
+		entry->first_block = block;
+	entry->last_block = block;
+}
+
+/* Lists are written in order, each on pages of its own. */
+void
+cvivf_writer_start_list(CvIvfBuildWriter *writer, int list)
+{
+	Assert(list > writer->list && list < (int) writer->meta.lists);
+	if (writer->have_page)
+		flush_data_page(writer, InvalidBlockNumber);
+	writer->list = list;
+}
+
+/* Appends one tuple to the current list, continuing on new pages as needed. */
+void
+cvivf_writer_add(CvIvfBuildWriter *writer, ItemPointer tid, const float *vector)
+{
+	CvIvfTupleHeader header = {0};
+	const char *rest = (const char *) vector;
+	Size		remaining = writer->tuple_size - sizeof(header);
+
+	header.heap_tid = *tid;
+	if (!writer->have_page || page_free_bytes(writer->image.data) < sizeof(header))
+		start_data_page(writer);
+	page_append(writer->image.data, &header, sizeof(header));
+	while (remaining > 0)
+	{
+		Size		take;
+
+		if (page_free_bytes(writer->image.data) == 0)
+			start_data_page(writer);
+		take = Min(remaining, page_free_bytes(writer->image.data));
+		page_append(writer->image.data, rest, take);
+		rest += take;
+		remaining -= take;
+	}
+	writer->entries[writer->list].tuples++;
+	writer->meta.build_rows++;
+}
+
+/* Rewrites a directory or meta page in place as a full image. */
+static void
+rewrite_page(CvIvfBuildWriter *writer, BlockNumber block, Page image)
+{
+	Buffer		buf = ReadBufferExtended(writer->index, writer->fork, block, RBM_NORMAL, NULL);
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	write_page_image(writer->index, buf, image);
+}
+
+/* Flushes the last data page, then fills in the directory and the metapage. */
+void
+cvivf_writer_finish(CvIvfBuildWriter *writer)
+{
+	PGAlignedBlock image;
+	CvIvfMetaPageData *meta = &writer->meta;
+	uint32		per_page = meta->entries_per_directory_page;
+
+	if (writer->have_page)
+		flush_data_page(writer, InvalidBlockNumber);
+	for (uint32 first = 0; first < meta->lists; first += per_page)
+	{
+		init_page(image.data, CVIVF_PAGE_DIRECTORY);
+		page_append(image.data, writer->entries + first,
+					sizeof(CvIvfListEntry) * Min(per_page, meta->lists - first));
+		rewrite_page(writer, meta->first_directory_block + first / per_page, image.data);
+	}
+	init_page(image.data, CVIVF_PAGE_META);
+	page_append(image.data, meta, sizeof(CvIvfMetaPageData));
+	rewrite_page(writer, CVIVF_METAPAGE_BLKNO, image.data);
+	if (writer->fork == INIT_FORKNUM)
+		log_newpage_range(writer->index, INIT_FORKNUM, 0,
+						  RelationGetNumberOfBlocksInFork(writer->index, INIT_FORKNUM), true);
+}
+
+/* ---------------------------------------------------------------------
+ * Insert: append one tuple at the end of its list.
+ * --------------------------------------------------------------------- */
+
+/* One insertion's pages: the directory, the list's last page, new pages. */
+typedef struct TupleAppend
+{
+	Relation	index;
+	Buffer		directory;
+	Buffer		last;			/* InvalidBuffer for an empty list */
+	Size		head_bytes;		/* bytes of the tuple that go on the last page */
+	int			new_pages;
+	Buffer	   *fresh;
+	const char *tuple;
+	Size		tuple_size;
+} TupleAppend;
+
+/* Writes the part of the tuple that goes on fresh page i (already initialised). */
+static void
+fill_fresh_page(const TupleAppend *append, Page page, int i, BlockNumber next)
+{
+	Size		offset = append->head_bytes + (Size) i * CVIVF_PAGE_CAPACITY;
+
+	init_page(page, CVIVF_PAGE_DATA);
+	page_append(page, append->tuple + offset,
+				Min(CVIVF_PAGE_CAPACITY, append->tuple_size - offset));
+	CvIvfPageGetOpaque(page)->next = next;
+}
+
+static BlockNumber
+fresh_block(const TupleAppend *append, int i)
+{
+	return i < append->new_pages ? BufferGetBlockNumber(append->fresh[i]) : InvalidBlockNumber;
+}
+
+/* Updates the directory entry and the last page so the tuple becomes reachable. */
+static void
+link_tuple(const TupleAppend *append, CvIvfListEntry *entry, Page last_page)
+{
+	BlockNumber first_new = fresh_block(append, 0);
+
+	if (last_page != NULL)
+	{
+		page_append(last_page, append->tuple, append->head_bytes);
+		if (BlockNumberIsValid(first_new))
+			CvIvfPageGetOpaque(last_page)->next = first_new;
+	}
+	else
+		entry->first_block = first_new;
+	if (append->new_pages > 0)
+		entry->last_block = fresh_block(append, append->new_pages - 1);
+	entry->tuples++;
+}
+
+/* Writes fresh pages [from, to) in one record; they are not reachable yet. */
+static void
+write_unlinked_pages(const TupleAppend *append, int from, int to)
+{
+	GenericXLogState *state = GenericXLogStart(append->index);
+
+	for (int i = from; i < to; i++)
+		fill_fresh_page(append, GenericXLogRegisterBuffer(state, append->fresh[i],
+														  GENERIC_XLOG_FULL_IMAGE),
+						i, fresh_block(append, i + 1));
+	GenericXLogFinish(state);
+}
+
+/* The record that makes the tuple visible: directory, last page, fresh pages [0, in_link). */
+static void
+write_linking_record(const TupleAppend *append, int list_slot, int in_link)
+{
+	GenericXLogState *state = GenericXLogStart(append->index);
+	Page		directory = GenericXLogRegisterBuffer(state, append->directory, 0);
+	Page		last = BufferIsValid(append->last) ?
+		GenericXLogRegisterBuffer(state, append->last, 0) : NULL;
+
+	for (int i = 0; i < in_link; i++)
+		fill_fresh_page(append, GenericXLogRegisterBuffer(state, append->fresh[i],
+														  GENERIC_XLOG_FULL_IMAGE),
+						i, fresh_block(append, i + 1));
+	link_tuple(append, &((CvIvfListEntry *) PageGetContents(directory))[list_slot], last);
+	GenericXLogFinish(state);
+}
+
+/* Decides how much of the tuple fits on the list's last page. */
+static void
+plan_append(TupleAppend *append, const CvIvfListEntry *entry)
+{
+	Size		free_bytes = 0;
+
+	append->last = InvalidBuffer;
+	if (BlockNumberIsValid(entry->last_block))
+	{
+		append->last = ReadBuffer(append->index, entry->last_block);
+		LockBuffer(append->last, BUFFER_LOCK_EXCLUSIVE);
+		cvivf_check_page(append->index, BufferGetPage(append->last), entry->last_block,
+						 CVIVF_PAGE_DATA);
+		free_bytes = page_free_bytes(BufferGetPage(append->last));
+	}
+	/* a header never straddles pages: it holds the flag VACUUM sets */
+	append->head_bytes = free_bytes >= sizeof(CvIvfTupleHeader) ?
+		Min(free_bytes, append->tuple_size) : 0;
+	append->new_pages = (append->tuple_size - append->head_bytes + CVIVF_PAGE_CAPACITY - 1) /
+		CVIVF_PAGE_CAPACITY;
+}
+
+/*
+ * Appends (tid, vector) to a list.  The directory page lock serialises
+ * appends to the lists it describes; scans take one share lock at a time.
+ */
+void
+cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
+				   ItemPointer tid, const float *vector)
+{
+	TupleAppend		append = {0};
+	CvIvfTupleHeader *header;
+	BlockNumber dir_block = cvivf_directory_block(meta, list);
+	int			in_link;
+
+	append.index = index;
+	append.tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
+	append.tuple = palloc(append.tuple_size);
+	header = (CvIvfTupleHeader *) append.tuple;
+	header->heap_tid = *tid;
+	header->flags = 0;
+	memcpy((char *) append.tuple + sizeof(CvIvfTupleHeader), vector,
+		   sizeof(float) * meta->dimensions);
+
+	append.directory = ReadBuffer(index, dir_block);
+	LockBuffer(append.directory, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(append.directory), dir_block, CVIVF_PAGE_DIRECTORY);
+	plan_append(&append, &((CvIvfListEntry *) PageGetContents(BufferGetPage(append.directory)))
+				[cvivf_directory_slot(meta, list)]);
+	append.fresh = palloc(sizeof(Buffer) * Max(append.new_pages, 1));
+	for (int i = 0; i < append.new_pages; i++)
+		append.fresh[i] = extend_fork(index, MAIN_FORKNUM, true);
+
+	/* continuation pages first, unlinked, until the rest fits one record */
+	in_link = Min(append.new_pages,
+				  MAX_GENERIC_XLOG_PAGES - 1 - (BufferIsValid(append.last) ? 1 : 0));
+	for (int from = in_link; from < append.new_pages; from += MAX_GENERIC_XLOG_PAGES)
+		write_unlinked_pages(&append, from, Min(from + MAX_GENERIC_XLOG_PAGES, append.new_pages));
+	write_linking_record(&append, cvivf_directory_slot(meta, list), in_link);
+
+	for (int i = 0; i < append.new_pages; i++)
+		UnlockReleaseBuffer(append.fresh[i]);
+	if (BufferIsValid(append.last))
+		UnlockReleaseBuffer(append.last);
+	UnlockReleaseBuffer(append.directory);
+	pfree(append.fresh);
+	pfree((char *) append.tuple);
+}
+
+/* ---------------------------------------------------------------------
+ * Vacuum: flag dead tuples in place (inserts only append, so offsets and a
+ * mirror's recorded list ends stay valid), then fix the counts.
+ * --------------------------------------------------------------------- */
+
+/* Sets the dead flag of the tuples whose headers start at offsets on block. */
+int
+cvivf_mark_dead(Relation index, BlockNumber block, const Size *offsets, int count,
+				BufferAccessStrategy strategy)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+	GenericXLogState *state;
+	Page		page;
+	int			marked = 0;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_DATA);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	for (int i = 0; i < count; i++)
+	{
+		CvIvfTupleHeader *header = (CvIvfTupleHeader *) ((char *) page + offsets[i]);
+
+		if (!(header->flags & CVIVF_TUPLE_DEAD))
+		{
+			header->flags |= CVIVF_TUPLE_DEAD;
+			marked++;
+		}
+	}
+	if (marked > 0)
+		GenericXLogFinish(state);
+	else
+		GenericXLogAbort(state);
+	UnlockReleaseBuffer(buf);
+	return marked;
+}
+
+/* Subtracts removed tuples from the directory and bumps the generation. */
+void
+cvivf_update_after_vacuum(Relation index, const CvIvfMetaPageData *meta,
+						  const int64 *removed_per_list)
+{
+	uint32		per_page = meta->entries_per_directory_page;
+	Buffer		buf;
+	GenericXLogState *state;
+	Page		page;
+
+	for (uint32 first = 0; first < meta->lists; first += per_page)
+	{
+		uint32		count = Min(per_page, meta->lists - first);
+		bool		changed = false;
+
+		for (uint32 i = 0; i < count; i++)
+			changed |= removed_per_list[first + i] > 0;
+		if (!changed)
+			continue;
+		buf = ReadBuffer(index, meta->first_directory_block + first / per_page);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		state = GenericXLogStart(index);
+		page = GenericXLogRegisterBuffer(state, buf, 0);
+		for (uint32 i = 0; i < count; i++)
+		{
+			CvIvfListEntry *entry = &((CvIvfListEntry *) PageGetContents(page))[i];
+
+			entry->tuples -= Min(entry->tuples, (uint64) removed_per_list[first + i]);
+		}
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+	}
+	buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	CvIvfPageGetMeta(page)->generation++;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Records the dimensions of an index that was built without knowing them. */
+void
+cvivf_set_dimensions(Relation index, int dimensions)
+{
+	Buffer		buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+	GenericXLogState *state;
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	if (CvIvfPageGetMeta(page)->dimensions == 0)
+	{
+		CvIvfPageGetMeta(page)->dimensions = dimensions;
+		GenericXLogFinish(state);
+	}
+	else
+		GenericXLogAbort(state);
+	UnlockReleaseBuffer(buf);
+}

@@ -1,0 +1,226 @@
+/*
+ * reader.c: reads cvivf pages (metapage, centroids, directory, list chains).
+ * Every read checks the page's identity, so a damaged or foreign page is an
+ * index_corrupted error, never a wrong answer.
+ */
+#include "postgres.h"
+
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "ivf/ivf.h"
+
+/* Raises index_corrupted unless the page is a cvivf page of the expected kind. */
+void
+cvivf_check_page(Relation index, Page page, BlockNumber block, uint16 kind)
+{
+	CvIvfPageOpaque opaque;
+
+	if (PageIsNew(page) || PageGetSpecialSize(page) != MAXALIGN(sizeof(CvIvfPageOpaqueData)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" contains an unexpected page at block %u",
+						RelationGetRelationName(index), block),
+				 errhint("Please REINDEX it.")));
+	opaque = CvIvfPageGetOpaque(page);
+	if (opaque->page_id != CVIVF_PAGE_ID || opaque->kind != kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has a page of kind %u at block %u where kind %u was expected",
+						RelationGetRelationName(index), opaque->kind, block, kind),
+				 errhint("Please REINDEX it.")));
+}
+
+/* Copies the metapage, checking magic and version. */
+void
+cvivf_read_meta(Relation index, CvIvfMetaPageData *meta)
+{
+	Buffer		buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	cvivf_check_page(index, page, CVIVF_METAPAGE_BLKNO, CVIVF_PAGE_META);
+	memcpy(meta, CvIvfPageGetMeta(page), sizeof(CvIvfMetaPageData));
+	UnlockReleaseBuffer(buf);
+	if (meta->magic != CVIVF_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a cvivf index", RelationGetRelationName(index))));
+	if (meta->version != CVIVF_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("index \"%s\" has cvivf format version %u, this build reads version %u",
+						RelationGetRelationName(index), meta->version, CVIVF_VERSION),
+				 errhint("REINDEX it with this version of clustervec.")));
+}
+
+BlockNumber
+cvivf_directory_block(const CvIvfMetaPageData *meta, int list)
+{
+	return meta->first_directory_block + list / meta->entries_per_directory_page;
+}
+
+int
+cvivf_directory_slot(const CvIvfMetaPageData *meta, int list)
+{
+	return list % meta->entries_per_directory_page;
+}
+
+/* Copies one list's directory entry. */
+void
+cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta, int list,
+					  CvIvfListEntry *entry)
+{
+	BlockNumber block = cvivf_directory_block(meta, list);
+	Buffer		buf = ReadBuffer(index, block);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	cvivf_check_page(index, page, block, CVIVF_PAGE_DIRECTORY);
+	*entry = ((CvIvfListEntry *) PageGetContents(page))[cvivf_directory_slot(meta, list)];
+	UnlockReleaseBuffer(buf);
+}
+
+/* Copies the floats of one centroid page (or one page of a wide centroid). */
+static void
+read_centroid_page(Relation index, BlockNumber block, float *out, Size floats)
+{
+	Buffer		buf = ReadBuffer(index, block);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	cvivf_check_page(index, page, block, CVIVF_PAGE_CENTROID);
+	memcpy(out, PageGetContents(page), floats * sizeof(float));
+	UnlockReleaseBuffer(buf);
+}
+
+/* All centroids, lists x dimensions floats in list order (NULL without centroids). */
+float *
+cvivf_read_centroids(Relation index, const CvIvfMetaPageData *meta)
+{
+	Size		dim = meta->dimensions;
+	Size		floats_per_page = CVIVF_PAGE_CAPACITY / sizeof(float);
+	float	   *centroids;
+	BlockNumber block = meta->first_centroid_block;
+
+	if (meta->flags & CVIVF_META_NO_CENTROIDS)
+		return NULL;
+	centroids = MemoryContextAllocHuge(CurrentMemoryContext,
+									   sizeof(float) * dim * meta->lists);
+	if (meta->centroids_per_page > 0)
+	{
+		for (Size first = 0; first < meta->lists; first += meta->centroids_per_page)
+			read_centroid_page(index, block++, centroids + first * dim,
+							   Min(meta->centroids_per_page, meta->lists - first) * dim);
+		return centroids;
+	}
+	for (Size list = 0; list < meta->lists; list++)
+		for (Size done = 0; done < dim; done += floats_per_page)
+			read_centroid_page(index, block++, centroids + list * dim + done,
+							   Min(floats_per_page, dim - done));
+	return centroids;
+}
+
+/* Where a list walk stands: a tuple may be split over two or more pages. */
+typedef struct ListWalk
+{
+	Size		tuple_size;
+	char	   *assembly;		/* a straddling tuple, put back together */
+	Size		assembled;		/* bytes of it copied so far (0: none pending) */
+	BlockNumber header_block;
+	Size		header_offset;
+	bool		include_dead;
+	uint64		visited;
+	CvIvfTupleVisitor visitor;
+	void	   *arg;
+} ListWalk;
+
+static void
+visit(ListWalk *walk, const char *tuple, BlockNumber block, Size offset)
+{
+	const CvIvfTupleHeader *header = (const CvIvfTupleHeader *) tuple;
+
+	if (!walk->include_dead && (header->flags & CVIVF_TUPLE_DEAD))
+		return;
+	walk->visited++;
+	walk->visitor(header, (const float *) (tuple + sizeof(CvIvfTupleHeader)),
+				  block, offset, walk->arg);
+}
+
+/* Walks the bytes [start, end) of one data page. */
+static void
+walk_page_bytes(ListWalk *walk, const char *page, Size start, Size end, BlockNumber block)
+{
+	Size		pos = start;
+
+	if (walk->assembled > 0)
+	{
+		Size		take = Min(walk->tuple_size - walk->assembled, end - pos);
+
+		memcpy(walk->assembly + walk->assembled, page + pos, take);
+		walk->assembled += take;
+		pos += take;
+		if (walk->assembled < walk->tuple_size)
+			return;
+		walk->assembled = 0;
+		visit(walk, walk->assembly, walk->header_block, walk->header_offset);
+	}
+	while (pos + sizeof(CvIvfTupleHeader) <= end)
+	{
+		if (pos + walk->tuple_size <= end)
+			visit(walk, page + pos, block, pos);
+		else
+		{
+			walk->assembled = end - pos;
+			memcpy(walk->assembly, page + pos, walk->assembled);
+			walk->header_block = block;
+			walk->header_offset = pos;
+		}
+		pos += Min(walk->tuple_size, end - pos);
+	}
+}
+
+/*
+ * Calls visitor for each tuple of the list starting at first_block, holding
+ * a share lock on one page at a time; returns the number visited.
+ */
+uint64
+cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta, BlockNumber first_block,
+				bool include_dead, BufferAccessStrategy strategy,
+				CvIvfTupleVisitor visitor, void *arg)
+{
+	ListWalk	walk = {0};
+	BlockNumber block = first_block;
+
+	walk.tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
+	walk.assembly = palloc(walk.tuple_size);
+	walk.include_dead = include_dead;
+	walk.visitor = visitor;
+	walk.arg = arg;
+	while (BlockNumberIsValid(block))
+	{
+		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+		Page		page;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		cvivf_check_page(index, page, block, CVIVF_PAGE_DATA);
+		walk_page_bytes(&walk, (const char *) page, CVIVF_PAGE_DATA_START,
+						((PageHeader) page)->pd_lower, block);
+		block = CvIvfPageGetOpaque(page)->next;
+		UnlockReleaseBuffer(buf);
+	}
+	if (walk.assembled > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has a truncated tuple at block %u, offset %zu",
+						RelationGetRelationName(index), walk.header_block, walk.header_offset),
+				 errdetail("Invariant violated: a linked tuple is complete."),
+				 errhint("Please REINDEX it.")));
+	pfree(walk.assembly);
+	return walk.visited;
+}

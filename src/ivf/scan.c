@@ -1,0 +1,291 @@
+/*
+ * scan.c: ordered index scans.  The query is ranked against every centroid;
+ * the nearest clustervec.probes lists are read and their tuples returned in
+ * non-decreasing distance from a binary heap (only the tuples the executor
+ * asks for are ever ordered).  With clustervec.iterative_scan the scan then
+ * opens the next-nearest lists while the executor keeps asking (a filtered
+ * query still gets its k rows); tuples of lists opened later may be closer
+ * than some already returned.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relscan.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "ivf/ivf.h"
+#include "type/cvec.h"
+
+typedef struct Candidate
+{
+	double		distance;
+	ItemPointerData tid;
+} Candidate;
+
+typedef struct RankedList
+{
+	double		distance;
+	int			list;
+} RankedList;
+
+typedef struct CvIvfScanState
+{
+	MemoryContext context;		/* everything of one rescan */
+	CvIvfMetaPageData meta;
+	bool		started;
+	bool		query_is_null;
+	float	   *query;
+	int			query_dim;
+	RankedList *ranked;			/* lists, nearest first */
+	int			lists_opened;
+	int			max_lists;
+	Candidate  *heap;
+	Size		heap_size;
+	Size		heap_capacity;
+} CvIvfScanState;
+
+/* NaN (a zero vector under cosine) orders last, as float8 ordering does. */
+static inline bool
+candidate_less(const Candidate *a, const Candidate *b)
+{
+	if (a->distance != b->distance)
+	{
+		if (isnan(a->distance))
+			return false;
+		if (isnan(b->distance))
+			return true;
+		return a->distance < b->distance;
+	}
+	return ItemPointerCompare((ItemPointer) &a->tid, (ItemPointer) &b->tid) < 0;
+}
+
+static void
+sift_down(Candidate *heap, Size size, Size i)
+{
+	for (;;)
+	{
+		Size		smallest = i,
+					left = 2 * i + 1,
+					right = 2 * i + 2;
+		Candidate	swap;
+
+		if (left < size && candidate_less(&heap[left], &heap[smallest]))
+			smallest = left;
+		if (right < size && candidate_less(&heap[right], &heap[smallest]))
+			smallest = right;
+		if (smallest == i)
+			return;
+		swap = heap[i];
+		heap[i] = heap[smallest];
+		heap[smallest] = swap;
+		i = smallest;
+	}
+}
+
+/* Linear-time heapify: ordering everything would waste work on rows never fetched. */
+static void
+heapify(Candidate *heap, Size size)
+{
+	for (Size i = size / 2; i-- > 0;)
+		sift_down(heap, size, i);
+}
+
+static void
+push_candidate(CvIvfScanState *state, double distance, ItemPointer tid)
+{
+	if (state->heap_size == state->heap_capacity)
+	{
+		state->heap_capacity = Max(1024, state->heap_capacity * 2);
+		state->heap = state->heap == NULL ?
+			MemoryContextAllocHuge(state->context, sizeof(Candidate) * state->heap_capacity) :
+			repalloc_huge(state->heap, sizeof(Candidate) * state->heap_capacity);
+	}
+	state->heap[state->heap_size].distance = distance;
+	state->heap[state->heap_size].tid = *tid;
+	state->heap_size++;
+}
+
+static void
+collect_tuple(const CvIvfTupleHeader *header, const float *vector,
+			  BlockNumber block pg_attribute_unused(), Size offset pg_attribute_unused(), void *arg)
+{
+	CvIvfScanState *state = (CvIvfScanState *) arg;
+	double		distance = state->query_is_null ? 0 :
+		cvivf_distance(state->meta.metric, state->query, vector, state->meta.dimensions);
+
+	push_candidate(state, distance, (ItemPointer) &header->heap_tid);
+}
+
+static int
+compare_ranked(const void *a, const void *b)
+{
+	const RankedList *x = a;
+	const RankedList *y = b;
+
+	if (x->distance != y->distance)
+		return x->distance < y->distance ? -1 : 1;
+	return x->list - y->list;
+}
+
+/* Orders the lists by their centroid's distance to the query. */
+static void
+rank_lists(Relation index, CvIvfScanState *state)
+{
+	bool		owned = false;
+	const float *centroids = NULL;
+	uint32		lists = state->meta.lists;
+
+	if (!state->query_is_null)
+		centroids = cvivf_get_centroids(index, &state->meta, &owned);
+	state->ranked = palloc(sizeof(RankedList) * lists);
+	for (uint32 list = 0; list < lists; list++)
+	{
+		state->ranked[list].list = list;
+		state->ranked[list].distance = centroids == NULL ? 0 :
+			cvivf_centroid_distance(state->meta.metric, state->query,
+									centroids + (Size) list * state->meta.dimensions,
+									state->meta.dimensions);
+		if (isnan(state->ranked[list].distance))
+			state->ranked[list].distance = INFINITY;
+	}
+	qsort(state->ranked, lists, sizeof(RankedList), compare_ranked);
+	if (owned)
+		pfree((float *) centroids);
+}
+
+/* How many lists this scan may open in all. */
+static int
+scan_list_limit(const CvIvfScanState *state)
+{
+	int			lists = state->meta.lists;
+
+	if (state->meta.flags & CVIVF_META_NO_CENTROIDS)
+		return lists;
+	if (cvivf_iterative_scan == CVIVF_ITERATIVE_OFF)
+		return Min(cvivf_probes, lists);
+	if (cvivf_max_probes < 0)
+		return lists;
+	return Min(Max(cvivf_max_probes, cvivf_probes), lists);
+}
+
+/* Reads the next batch of lists into the heap; false when none is left. */
+static bool
+open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
+{
+	int			batch = Min(cvivf_probes, state->max_lists - state->lists_opened);
+
+	if (batch <= 0)
+		return false;
+	for (int i = 0; i < batch; i++)
+	{
+		CvIvfListEntry entry;
+
+		CHECK_FOR_INTERRUPTS();
+		cvivf_read_list_entry(scan->indexRelation, &state->meta,
+							  state->ranked[state->lists_opened++].list, &entry);
+		if (BlockNumberIsValid(entry.first_block))
+			cvivf_scan_list(scan->indexRelation, &state->meta, entry.first_block, false,
+							NULL, collect_tuple, state);
+	}
+	heapify(state->heap, state->heap_size);
+	return true;
+}
+
+/* First call of a scan: metapage, query checks, list ranking. */
+static void
+start_scan(IndexScanDesc scan, CvIvfScanState *state)
+{
+	cvivf_read_meta(scan->indexRelation, &state->meta);
+	if (!state->query_is_null && state->meta.dimensions == 0)
+		state->query_is_null = true;	/* nothing was ever indexed */
+	if (!state->query_is_null && state->query_dim != (int) state->meta.dimensions)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("different cvec dimensions %u and %d",
+						state->meta.dimensions, state->query_dim)));
+	rank_lists(scan->indexRelation, state);
+	state->max_lists = scan_list_limit(state);
+	state->started = true;
+	pgstat_count_index_scan(scan->indexRelation);
+}
+
+IndexScanDesc
+cvivfbeginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	CvIvfScanState *state = palloc0(sizeof(CvIvfScanState));
+
+	state->context = AllocSetContextCreate(CurrentMemoryContext, "cvivf scan",
+										   ALLOCSET_DEFAULT_SIZES);
+	scan->opaque = state;
+	/* the AM owns the order-by value arrays */
+	scan->xs_orderbyvals = palloc0(sizeof(Datum) * Max(norderbys, 1));
+	scan->xs_orderbynulls = palloc(sizeof(bool) * Max(norderbys, 1));
+	memset(scan->xs_orderbynulls, true, sizeof(bool) * Max(norderbys, 1));
+	return scan;
+}
+
+/* Takes the query vector from the ORDER BY key; a NULL query orders nothing. */
+void
+cvivfrescan(IndexScanDesc scan, ScanKey keys pg_attribute_unused(), int nkeys pg_attribute_unused(), ScanKey orderbys, int norderbys pg_attribute_unused())
+{
+	CvIvfScanState *state = (CvIvfScanState *) scan->opaque;
+	MemoryContext old;
+
+	MemoryContextReset(state->context);
+	memset((char *) state + offsetof(CvIvfScanState, meta), 0,
+		   sizeof(CvIvfScanState) - offsetof(CvIvfScanState, meta));
+	if (orderbys && scan->numberOfOrderBys > 0)
+		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+	old = MemoryContextSwitchTo(state->context);
+	state->query_is_null = scan->numberOfOrderBys == 0 ||
+		(scan->orderByData[0].sk_flags & SK_ISNULL);
+	if (!state->query_is_null)
+	{
+		CVec	   *q = DatumGetCVec(scan->orderByData[0].sk_argument);
+
+		state->query = palloc(sizeof(float) * q->dim);
+		memcpy(state->query, q->x, sizeof(float) * q->dim);
+		state->query_dim = q->dim;	/* checked against the index when the scan starts */
+	}
+	MemoryContextSwitchTo(old);
+}
+
+bool
+cvivfgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
+{
+	CvIvfScanState *state = (CvIvfScanState *) scan->opaque;
+	MemoryContext old = MemoryContextSwitchTo(state->context);
+
+	if (!state->started)
+		start_scan(scan, state);
+	while (state->heap_size == 0)
+		if (!open_next_lists(scan, state))
+		{
+			MemoryContextSwitchTo(old);
+			return false;
+		}
+	scan->xs_heaptid = state->heap[0].tid;
+	scan->xs_orderbyvals[0] = Float8GetDatum(state->heap[0].distance);
+	scan->xs_orderbynulls[0] = state->query_is_null;
+	scan->xs_recheck = false;
+	scan->xs_recheckorderby = false;
+	state->heap[0] = state->heap[--state->heap_size];
+	sift_down(state->heap, state->heap_size, 0);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+void
+cvivfendscan(IndexScanDesc scan)
+{
+	CvIvfScanState *state = (CvIvfScanState *) scan->opaque;
+
+	MemoryContextDelete(state->context);
+	pfree(state);
+	scan->opaque = NULL;
+}

@@ -1,0 +1,77 @@
+/*
+ * settings.c: the clustervec.* settings that steer cvivf scans, and the
+ * reloptions of CREATE INDEX ... USING cvivf WITH (...).
+ */
+#include "postgres.h"
+
+#include "access/reloptions.h"
+#include "utils/guc.h"
+
+#include "ivf/ivf.h"
+
+int			cvivf_probes = 10;
+int			cvivf_iterative_scan = CVIVF_ITERATIVE_RELAXED;
+int			cvivf_max_probes = -1;
+
+static relopt_kind cvivf_relopt_kind;
+
+static const struct config_enum_entry iterative_scan_options[] = {
+	{"off", CVIVF_ITERATIVE_OFF, false},
+	{"relaxed_order", CVIVF_ITERATIVE_RELAXED, false},
+	{"on", CVIVF_ITERATIVE_RELAXED, true},
+	{NULL, 0, false}
+};
+
+/* The reloptions; registered once, when the library loads. */
+static void
+define_reloptions(void)
+{
+	cvivf_relopt_kind = add_reloption_kind();
+	add_int_reloption(cvivf_relopt_kind, "lists",
+					  "Number of inverted lists (0: about rows / 1000)",
+					  0, 0, CVIVF_MAX_LISTS, AccessExclusiveLock);
+	add_int_reloption(cvivf_relopt_kind, "iterations",
+					  "Lloyd iterations of the k-means build",
+					  10, 1, 1000, AccessExclusiveLock);
+	add_int_reloption(cvivf_relopt_kind, "seed",
+					  "Seed of the k-means++ draws: same data and seed, same centroids",
+					  0, 0, INT_MAX, AccessExclusiveLock);
+	add_int_reloption(cvivf_relopt_kind, "sample_rows",
+					  "Rows sampled for k-means (0: 50 per list, at least 10,000)",
+					  0, 0, INT_MAX, AccessExclusiveLock);
+}
+
+void
+cvivf_define_settings(void)
+{
+	DefineCustomIntVariable("clustervec.probes",
+							"Number of cvivf lists a scan reads first.",
+							"More probes: better recall, slower queries.",
+							&cvivf_probes, 10, 1, CVIVF_MAX_LISTS,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("clustervec.iterative_scan",
+							 "Whether a cvivf scan opens further lists while rows are wanted.",
+							 "relaxed_order keeps going until clustervec.max_probes lists; "
+							 "rows from lists opened later may be closer than rows already returned.",
+							 &cvivf_iterative_scan, CVIVF_ITERATIVE_RELAXED,
+							 iterative_scan_options, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("clustervec.max_probes",
+							"Most cvivf lists an iterative scan opens (-1: all).",
+							NULL, &cvivf_max_probes, -1, -1, CVIVF_MAX_LISTS,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	define_reloptions();
+}
+
+bytea *
+cvivfoptions(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt table[] = {
+		{"lists", RELOPT_TYPE_INT, offsetof(CvIvfOptions, lists)},
+		{"iterations", RELOPT_TYPE_INT, offsetof(CvIvfOptions, iterations)},
+		{"seed", RELOPT_TYPE_INT, offsetof(CvIvfOptions, seed)},
+		{"sample_rows", RELOPT_TYPE_INT, offsetof(CvIvfOptions, sample_rows)},
+	};
+
+	return (bytea *) build_reloptions(reloptions, validate, cvivf_relopt_kind,
+									  sizeof(CvIvfOptions), table, lengthof(table));
+}

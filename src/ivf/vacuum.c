@@ -1,0 +1,140 @@
+/*
+ * vacuum.c: ambulkdelete asks the callback about every index tuple (CREATE
+ * INDEX CONCURRENTLY and REINDEX CONCURRENTLY depend on that) and flags the
+ * dead ones; amvacuumcleanup reports statistics.
+ */
+#include "postgres.h"
+
+#include "commands/vacuum.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "ivf/ivf.h"
+
+typedef struct DeadTuple
+{
+	BlockNumber block;
+	Size		offset;
+} DeadTuple;
+
+typedef struct BulkDeleteState
+{
+	IndexBulkDeleteCallback callback;
+	void	   *callback_state;
+	IndexBulkDeleteResult *stats;
+	DeadTuple  *dead;
+	int			dead_count;
+	int			dead_capacity;
+	uint64		seen;
+} BulkDeleteState;
+
+static void
+judge_tuple(const CvIvfTupleHeader *header, const float *vector pg_attribute_unused(),
+			BlockNumber block, Size offset, void *arg)
+{
+	BulkDeleteState *state = (BulkDeleteState *) arg;
+
+	if ((++state->seen & 1023) == 0)
+		vacuum_delay_point();
+	if (!state->callback((ItemPointer) &header->heap_tid, state->callback_state))
+	{
+		state->stats->num_index_tuples++;
+		return;
+	}
+	if (state->dead_count == state->dead_capacity)
+	{
+		state->dead_capacity *= 2;
+		state->dead = repalloc_huge(state->dead, sizeof(DeadTuple) * state->dead_capacity);
+	}
+	state->dead[state->dead_count].block = block;
+	state->dead[state->dead_count].offset = offset;
+	state->dead_count++;
+}
+
+/* Flags the collected dead tuples, one page (one WAL record) at a time. */
+static int64
+flag_dead(Relation index, BulkDeleteState *state, BufferAccessStrategy strategy)
+{
+	int64		removed = 0;
+	Size	   *offsets = palloc(sizeof(Size) * Max(state->dead_count, 1));
+	int			start = 0;
+
+	while (start < state->dead_count)
+	{
+		int			end = start;
+
+		while (end < state->dead_count && state->dead[end].block == state->dead[start].block)
+		{
+			offsets[end - start] = state->dead[end].offset;
+			end++;
+		}
+		removed += cvivf_mark_dead(index, state->dead[start].block, offsets, end - start,
+								   strategy);
+		start = end;
+	}
+	pfree(offsets);
+	state->dead_count = 0;
+	return removed;
+}
+
+IndexBulkDeleteResult *
+cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+				IndexBulkDeleteCallback callback, void *callback_state)
+{
+	Relation	index = info->index;
+	CvIvfMetaPageData meta;
+	BulkDeleteState state = {0};
+	int64	   *removed_per_list;
+	int64		removed_total = 0;
+
+	if (stats == NULL)
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	cvivf_read_meta(index, &meta);
+	state.callback = callback;
+	state.callback_state = callback_state;
+	state.stats = stats;
+	state.dead_capacity = 1024;
+	state.dead = palloc(sizeof(DeadTuple) * state.dead_capacity);
+	removed_per_list = palloc0(sizeof(int64) * meta.lists);
+	for (uint32 list = 0; list < meta.lists; list++)
+	{
+		CvIvfListEntry entry;
+
+		cvivf_read_list_entry(index, &meta, list, &entry);
+		if (!BlockNumberIsValid(entry.first_block))
+			continue;
+		cvivf_scan_list(index, &meta, entry.first_block, false, info->strategy,
+						judge_tuple, &state);
+		removed_per_list[list] = flag_dead(index, &state, info->strategy);
+		removed_total += removed_per_list[list];
+	}
+	stats->tuples_removed += removed_total;
+	if (removed_total > 0)
+		cvivf_update_after_vacuum(index, &meta, removed_per_list);
+	stats->num_pages = RelationGetNumberOfBlocks(index);
+	return stats;
+}
+
+/* Without a bulk delete, counts the live tuples from the directory. */
+IndexBulkDeleteResult *
+cvivfvacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	CvIvfMetaPageData meta;
+
+	if (info->analyze_only)
+		return stats;
+	if (stats == NULL)
+	{
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+		cvivf_read_meta(info->index, &meta);
+		for (uint32 list = 0; list < meta.lists; list++)
+		{
+			CvIvfListEntry entry;
+
+			cvivf_read_list_entry(info->index, &meta, list, &entry);
+			stats->num_index_tuples += entry.tuples;
+		}
+	}
+	stats->num_pages = RelationGetNumberOfBlocks(info->index);
+	return stats;
+}

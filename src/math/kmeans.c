@@ -1,0 +1,823 @@
+/*
+ * kmeans.c: k-means++ seeding and Lloyd iterations on plain arrays.
+ *
+ * Determinism: the PRNG is integer-only, every distance that steers a
+ * choice is a float64 cv_distance value (bitwise the same in every SIMD
+ * variant), every sum runs in a fixed order, and nearest.h returns the
+ * float64 argmin whatever kernel found it.  Nothing here depends on
+ * timing, threads or addresses.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "distance.h"
+#include "kmeans.h"
+#include "prng.h"
+
+/* Points per partial sum of the seeding weights (one dirty flag each). */
+#define SEED_BLOCK 256
+
+/* Seeding reports progress every this many centres. */
+#define SEED_PROGRESS_EVERY 256
+
+/*
+ * Relative margin of the seeding's triangle-inequality skip: far above
+ * cv_distance's rounding (about d 2^-53), so a skipped point provably
+ * would not have moved.
+ */
+#define SKIP_MARGIN 1e-6
+
+/* Squared L2 distance of two rows, the float64 kernel every decision uses. */
+static inline double
+l2(const float *a, const float *b, int d)
+{
+	return cv_distance->l2_squared(a, b, d);
+}
+
+/* The shapes every entry point accepts. */
+static bool
+shape_ok(const float *points, size_t n, int d, const CvKmeansParams *params,
+		 const float *centroids)
+{
+	if (points == NULL || params == NULL || centroids == NULL)
+		return false;
+	if (n < 1 || n > INT32_MAX || d < 1 || d > CV_NEAREST_MAX_DIM)
+		return false;
+	if (params->k < 1 || params->iterations < 0)
+		return false;
+	return params->metric == CV_KMEANS_L2
+		|| params->metric == CV_KMEANS_SPHERICAL
+		|| params->metric == CV_KMEANS_INNER_PRODUCT;
+}
+
+/* False when any point element is NaN or infinite. */
+static bool
+points_finite(const float *points, size_t n, int d)
+{
+	size_t		count = n * (size_t) d;
+	size_t		i;
+
+	for (i = 0; i < count; i++)
+		if (!isfinite(points[i]))
+			return false;
+	return true;
+}
+
+/* Calls the progress callback if there is one. */
+static void
+report(const CvKmeansParams *params, int iteration)
+{
+	if (params->progress != NULL)
+		params->progress(params->progress_arg, iteration, params->iterations);
+}
+
+/* ---------------------------------------------------------------------
+ * k-means++ seeding
+ *
+ * dist[i] is point i's squared L2 distance to its nearest centre so far.
+ * Points are kept in one linked list per centre (their nearest), with the
+ * list's largest dist as its radius: a new centre c_t can only pull a
+ * member of centre a's list if |c_t - c_a| < 2 sqrt(radius) (triangle
+ * inequality), so most lists are skipped without touching their points.
+ * The draws read dist through per-block partial sums, refreshed only
+ * where dist changed.  Skips change no value, so the centres are those of
+ * the plain O(n k d) algorithm.
+ * --------------------------------------------------------------------- */
+
+typedef struct Seeding
+{
+	const float *points;
+	size_t		n;
+	int			d;
+	const CvAllocator *allocator;
+	float	   *centroids;		/* output rows */
+	int			count;			/* centres chosen so far */
+	double	   *dist;			/* n */
+	int32_t    *next;			/* n: next member of the same list, -1 ends */
+	int32_t    *head;			/* k: first member of each centre's list */
+	double	   *radius;			/* k: largest dist in the list */
+	size_t		n_blocks;
+	double	   *block_sum;		/* n_blocks */
+	bool	   *dirty;			/* n_blocks */
+} Seeding;
+
+/* Releases the seeding arrays. */
+static void
+seeding_free(Seeding *s)
+{
+	cv_math_free(s->allocator, s->dist);
+	cv_math_free(s->allocator, s->next);
+	cv_math_free(s->allocator, s->head);
+	cv_math_free(s->allocator, s->radius);
+	cv_math_free(s->allocator, s->block_sum);
+	cv_math_free(s->allocator, s->dirty);
+}
+
+/* Allocates the seeding arrays for k centres; false on failure. */
+static bool
+seeding_alloc(Seeding *s, int k)
+{
+	const CvAllocator *a = s->allocator;
+
+	s->n_blocks = (s->n + SEED_BLOCK - 1) / SEED_BLOCK;
+	s->dist = cv_math_alloc(a, s->n, sizeof(double));
+	s->next = cv_math_alloc(a, s->n, sizeof(int32_t));
+	s->head = cv_math_alloc(a, k, sizeof(int32_t));
+	s->radius = cv_math_alloc(a, k, sizeof(double));
+	s->block_sum = cv_math_alloc(a, s->n_blocks, sizeof(double));
+	s->dirty = cv_math_alloc(a, s->n_blocks, sizeof(bool));
+	return s->dist && s->next && s->head && s->radius && s->block_sum
+		&& s->dirty;
+}
+
+/* Row i of the points. */
+static inline const float *
+point(const Seeding *s, size_t i)
+{
+	return s->points + i * (size_t) s->d;
+}
+
+/* Copies point i into the next centroid row. */
+static void
+append_centre(Seeding *s, size_t i)
+{
+	memcpy(s->centroids + (size_t) s->count * s->d, point(s, i),
+		   sizeof(float) * s->d);
+	s->count++;
+}
+
+/* The first centre: every point joins its list. */
+static void
+add_first_centre(Seeding *s, size_t first)
+{
+	size_t		i;
+
+	append_centre(s, first);
+	s->head[0] = 0;
+	s->radius[0] = 0.0;
+	for (i = 0; i < s->n; i++)
+	{
+		s->dist[i] = l2(point(s, i), s->centroids, s->d);
+		s->next[i] = i + 1 < s->n ? (int32_t) (i + 1) : -1;
+		if (s->dist[i] > s->radius[0])
+			s->radius[0] = s->dist[i];
+	}
+	memset(s->dirty, 1, sizeof(bool) * s->n_blocks);
+}
+
+/*
+ * True when the triangle inequality proves a point at squared distance
+ * dist from c_a is no nearer to a new centre at squared distance cc from
+ * c_a: |x - c_t| >= |c_t - c_a| - |x - c_a| >= |x - c_a|.
+ */
+static inline bool
+cannot_move(double cc, double dist)
+{
+	return cc >= 4.0 * dist * (1.0 + SKIP_MARGIN);
+}
+
+/*
+ * Moves point i's distance to the new centre c_t (at squared distance cc
+ * from the point's current centre) if c_t is strictly nearer; skips the
+ * computation when the triangle inequality already rules that out.
+ */
+static inline bool
+nearer_to_new(Seeding *s, int32_t i, const float *ct, double cc)
+{
+	double		v;
+
+	if (cannot_move(cc, s->dist[i]))
+		return false;
+	v = l2(point(s, i), ct, s->d);
+	if (!(v < s->dist[i]))
+		return false;
+	s->dist[i] = v;
+	s->dirty[i / SEED_BLOCK] = true;
+	return true;
+}
+
+/*
+ * Walks centre a's list against the new centre t: members now nearer to t
+ * move to t's list; a's list and radius are rebuilt from those that stay.
+ */
+static void
+walk_list(Seeding *s, int a, int t, double cc)
+{
+	const float *ct = s->centroids + (size_t) t * s->d;
+	int32_t		i = s->head[a];
+	int32_t		kept = -1;
+	double		radius = 0.0;
+
+	while (i >= 0)
+	{
+		int32_t		following = s->next[i];
+
+		if (nearer_to_new(s, i, ct, cc))
+		{
+			s->next[i] = s->head[t];
+			s->head[t] = i;
+			if (s->dist[i] > s->radius[t])
+				s->radius[t] = s->dist[i];
+		}
+		else
+		{
+			s->next[i] = kept;
+			kept = i;
+			if (s->dist[i] > radius)
+				radius = s->dist[i];
+		}
+		i = following;
+	}
+	s->head[a] = kept;
+	s->radius[a] = radius;
+}
+
+/*
+ * Adds point i as centre t.  A whole list is skipped when the triangle
+ * test holds for its radius, i.e. for every member at once.
+ */
+static void
+add_centre(Seeding *s, size_t i)
+{
+	int			t = s->count;
+	int			a;
+
+	append_centre(s, i);
+	s->head[t] = -1;
+	s->radius[t] = 0.0;
+	for (a = 0; a < t; a++)
+	{
+		double		cc;
+
+		if (s->radius[a] == 0.0)
+			continue;			/* every member sits on c_a already */
+		cc = l2(s->centroids + (size_t) t * s->d,
+				s->centroids + (size_t) a * s->d, s->d);
+		if (cannot_move(cc, s->radius[a]))
+			continue;
+		walk_list(s, a, t, cc);
+	}
+}
+
+/* Sum of dist over one block, in point order. */
+static double
+block_total(const Seeding *s, size_t b)
+{
+	size_t		end = (b + 1) * SEED_BLOCK < s->n ? (b + 1) * SEED_BLOCK : s->n;
+	double		sum = 0.0;
+	size_t		i;
+
+	for (i = b * SEED_BLOCK; i < end; i++)
+		sum += s->dist[i];
+	return sum;
+}
+
+/* Refreshes changed block sums and returns their sum, in block order. */
+static double
+weights_total(Seeding *s)
+{
+	double		total = 0.0;
+	size_t		b;
+
+	for (b = 0; b < s->n_blocks; b++)
+	{
+		if (s->dirty[b])
+		{
+			s->block_sum[b] = block_total(s, b);
+			s->dirty[b] = false;
+		}
+		total += s->block_sum[b];
+	}
+	return total;
+}
+
+/* The last point of [start, end) with a positive weight, or start. */
+static size_t
+last_positive(const Seeding *s, size_t start, size_t end)
+{
+	size_t		i;
+
+	for (i = end; i > start; i--)
+		if (s->dist[i - 1] > 0.0)
+			return i - 1;
+	return start;
+}
+
+/*
+ * The first point of block b whose running in-block sum exceeds target;
+ * rounding can leave none, then the block's last weighted point.
+ */
+static size_t
+pick_in_block(const Seeding *s, size_t b, double target)
+{
+	size_t		end = (b + 1) * SEED_BLOCK < s->n ? (b + 1) * SEED_BLOCK : s->n;
+	double		sum = 0.0;
+	size_t		i;
+
+	for (i = b * SEED_BLOCK; i < end; i++)
+	{
+		sum += s->dist[i];
+		if (sum > target)
+			return i;
+	}
+	return last_positive(s, b * SEED_BLOCK, end);
+}
+
+/*
+ * Draws a point with probability dist[i] / total: the block whose running
+ * sum (the same additions as weights_total) first exceeds r, then the point
+ * inside it.  A chosen point always has dist > 0.
+ */
+static size_t
+draw_point(const Seeding *s, double r)
+{
+	double		sum = 0.0;
+	size_t		b;
+
+	for (b = 0; b < s->n_blocks; b++)
+	{
+		double		next = sum + s->block_sum[b];
+
+		if (next > r)
+			return pick_in_block(s, b, r - sum);
+		sum = next;
+	}
+	return last_positive(s, 0, s->n);	/* r rounded up to the total */
+}
+
+/* Chooses up to k centres; stops when every point sits on a centre. */
+static void
+choose_centres(Seeding *s, const CvKmeansParams *params, int k)
+{
+	CvPrng		rng;
+
+	cv_prng_seed(&rng, params->seed);
+	add_first_centre(s, (size_t) cv_prng_below(&rng, s->n));
+	while (s->count < k)
+	{
+		double		total = weights_total(s);
+
+		if (!(total > 0.0))
+			break;
+		add_centre(s, draw_point(s, cv_prng_uniform(&rng) * total));
+		if (s->count % SEED_PROGRESS_EVERY == 0)
+			report(params, 0);
+	}
+}
+
+/* Seeding on validated arguments. */
+static CvMathStatus
+seed_points(const float *points, size_t n, int d, const CvKmeansParams *params,
+			float *centroids, int *n_seeds)
+{
+	Seeding		s;
+	int			k = (size_t) params->k < n ? params->k : (int) n;
+
+	memset(&s, 0, sizeof(s));
+	s.points = points;
+	s.n = n;
+	s.d = d;
+	s.allocator = params->allocator;
+	s.centroids = centroids;
+	if (!seeding_alloc(&s, k))
+	{
+		seeding_free(&s);
+		return CV_MATH_OUT_OF_MEMORY;
+	}
+	choose_centres(&s, params, k);
+	*n_seeds = s.count;
+	seeding_free(&s);
+	return CV_MATH_OK;
+}
+
+/* Checks the arguments, then seeds. */
+CvMathStatus
+cv_kmeans_seed(const float *points, size_t n, int d,
+			   const CvKmeansParams *params, float *centroids, int *n_seeds)
+{
+	if (!shape_ok(points, n, d, params, centroids) || n_seeds == NULL
+		|| !points_finite(points, n, d))
+		return CV_MATH_BAD_ARGUMENT;
+	return seed_points(points, n, d, params, centroids, n_seeds);
+}
+
+/* ---------------------------------------------------------------------
+ * Lloyd iterations
+ * --------------------------------------------------------------------- */
+
+typedef struct Lloyd
+{
+	const float *points;
+	size_t		n;
+	int			d;
+	int			k;
+	CvKmeansMetric metric;
+	const CvAllocator *allocator;
+	float	   *centroids;		/* k x d, in place */
+	int32_t    *assign;			/* n: this iteration's clusters */
+	int32_t    *previous;		/* n: the clusters the centroids average */
+	double	   *dist;			/* n: distance to the assigned centroid */
+	int32_t    *order;			/* n: points bucketed by cluster */
+	int32_t    *offsets;		/* k + 1: bucket c is order[offsets[c] ..] */
+	int32_t    *counts;			/* k: members during refill */
+	bool	   *no_donor;		/* k: all members sit on the centroid */
+	double	   *sum;			/* d */
+} Lloyd;
+
+/* Releases the Lloyd arrays. */
+static void
+lloyd_free(Lloyd *L)
+{
+	cv_math_free(L->allocator, L->assign);
+	cv_math_free(L->allocator, L->previous);
+	cv_math_free(L->allocator, L->dist);
+	cv_math_free(L->allocator, L->order);
+	cv_math_free(L->allocator, L->offsets);
+	cv_math_free(L->allocator, L->counts);
+	cv_math_free(L->allocator, L->no_donor);
+	cv_math_free(L->allocator, L->sum);
+}
+
+/* Allocates the Lloyd arrays; false on failure. */
+static bool
+lloyd_alloc(Lloyd *L)
+{
+	const CvAllocator *a = L->allocator;
+
+	L->assign = cv_math_alloc(a, L->n, sizeof(int32_t));
+	L->previous = cv_math_alloc(a, L->n, sizeof(int32_t));
+	L->dist = cv_math_alloc(a, L->n, sizeof(double));
+	L->order = cv_math_alloc(a, L->n, sizeof(int32_t));
+	L->offsets = cv_math_alloc(a, (size_t) L->k + 1, sizeof(int32_t));
+	L->counts = cv_math_alloc(a, L->k, sizeof(int32_t));
+	L->no_donor = cv_math_alloc(a, L->k, sizeof(bool));
+	L->sum = cv_math_alloc(a, L->d, sizeof(double));
+	return L->assign && L->previous && L->dist && L->order && L->offsets
+		&& L->counts && L->no_donor && L->sum;
+}
+
+/* Row i of the points, row c of the centroids. */
+static inline const float *
+lpoint(const Lloyd *L, size_t i)
+{
+	return L->points + i * (size_t) L->d;
+}
+
+static inline float *
+centroid(const Lloyd *L, int c)
+{
+	return L->centroids + (size_t) c * L->d;
+}
+
+/* Assigns every point to its nearest centroid (float64 argmin). */
+static CvMathStatus
+assign_points(Lloyd *L)
+{
+	CvNearestMetric metric = L->metric == CV_KMEANS_L2
+		? CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT;
+	CvNearest  *nn;
+	CvMathStatus status;
+
+	status = cv_nearest_create(L->centroids, L->k, L->d, metric,
+							   L->allocator, &nn);
+	if (status != CV_MATH_OK)
+		return status;
+	status = cv_nearest_assign(nn, L->points, L->n, L->assign, L->dist);
+	cv_nearest_free(nn);
+	return status;
+}
+
+/* The objective of the assignment, summed in point order. */
+static double
+objective(const Lloyd *L)
+{
+	double		total = 0.0;
+	size_t		i;
+
+	for (i = 0; i < L->n; i++)
+		total += L->metric == CV_KMEANS_SPHERICAL ? 1.0 + L->dist[i] : L->dist[i];
+	return total;
+}
+
+/* True when no point changed cluster since the last update. */
+static bool
+unchanged(const Lloyd *L)
+{
+	return memcmp(L->assign, L->previous, sizeof(int32_t) * L->n) == 0;
+}
+
+/* Counting sort of the points by cluster; stable, so in point order. */
+static void
+bucket_points(Lloyd *L)
+{
+	size_t		i;
+	int			c;
+
+	memset(L->offsets, 0, sizeof(int32_t) * ((size_t) L->k + 1));
+	for (i = 0; i < L->n; i++)
+		L->offsets[L->assign[i] + 1]++;
+	for (c = 0; c < L->k; c++)
+	{
+		L->offsets[c + 1] += L->offsets[c];
+		L->counts[c] = L->offsets[c];	/* fill cursor */
+	}
+	for (i = 0; i < L->n; i++)
+		L->order[L->counts[L->assign[i]]++] = (int32_t) i;
+	for (c = 0; c < L->k; c++)
+		L->counts[c] = L->offsets[c + 1] - L->offsets[c];
+}
+
+/*
+ * The member of cluster c farthest from its centroid (squared L2, lowest
+ * point index on ties) among those still assigned to it; -1 when all sit
+ * on the centroid.
+ */
+static int32_t
+farthest_member(const Lloyd *L, int c)
+{
+	int32_t		best = -1;
+	double		best_dist = 0.0;
+	int32_t		pos;
+
+	for (pos = L->offsets[c]; pos < L->offsets[c + 1]; pos++)
+	{
+		int32_t		i = L->order[pos];
+		double		v;
+
+		if (L->assign[i] != c)
+			continue;			/* already given to an empty cluster */
+		v = l2(lpoint(L, i), centroid(L, c), L->d);
+		if (v > best_dist)
+		{
+			best_dist = v;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/* The largest cluster not yet known to lack a donor (ties: lowest index). */
+static int
+largest_candidate(const Lloyd *L)
+{
+	int			best = -1;
+	int			c;
+
+	for (c = 0; c < L->k; c++)
+		if (L->counts[c] >= 2 && !L->no_donor[c]
+			&& (best < 0 || L->counts[c] > L->counts[best]))
+			best = c;
+	return best;
+}
+
+/* The point the refill takes for an empty cluster, or -1 when none can be. */
+static int32_t
+find_donor_point(Lloyd *L, int *donor)
+{
+	for (;;)
+	{
+		int			c = largest_candidate(L);
+		int32_t		i;
+
+		if (c < 0)
+			return -1;
+		i = farthest_member(L, c);
+		if (i >= 0)
+		{
+			*donor = c;
+			return i;
+		}
+		L->no_donor[c] = true;
+	}
+}
+
+/*
+ * Gives each empty cluster the farthest member of the largest cluster that
+ * has one away from its centroid (see kmeans.h); returns how many clusters
+ * were refilled and re-buckets the points if any.
+ */
+static int
+refill_empty(Lloyd *L)
+{
+	int			refilled = 0;
+	int			j;
+
+	memset(L->no_donor, 0, sizeof(bool) * L->k);
+	for (j = 0; j < L->k; j++)
+	{
+		int			donor;
+		int32_t		i;
+
+		if (L->counts[j] > 0)
+			continue;
+		i = find_donor_point(L, &donor);
+		if (i < 0)
+			break;
+		L->assign[i] = j;
+		L->counts[donor]--;
+		L->counts[j] = 1;
+		refilled++;
+	}
+	if (refilled > 0)
+		bucket_points(L);
+	return refilled;
+}
+
+/* Sum of the members of cluster c into L->sum, in point order, float64. */
+static void
+sum_members(Lloyd *L, int c)
+{
+	int32_t		pos;
+	int			j;
+
+	memset(L->sum, 0, sizeof(double) * L->d);
+	for (pos = L->offsets[c]; pos < L->offsets[c + 1]; pos++)
+	{
+		const float *x = lpoint(L, L->order[pos]);
+
+		for (j = 0; j < L->d; j++)
+			L->sum[j] += x[j];
+	}
+}
+
+/*
+ * New centroid c: the float64 mean rounded to float4, or for spherical the
+ * mean divided by its float64 norm, then rounded; a zero mean (members
+ * cancel) keeps the old centroid, as does an empty cluster.
+ */
+static void
+update_centroid(Lloyd *L, int c)
+{
+	double		count = L->offsets[c + 1] - L->offsets[c];
+	double		scale = 1.0;
+	float	   *out = centroid(L, c);
+	int			j;
+
+	if (count == 0)
+		return;
+	sum_members(L, c);
+	for (j = 0; j < L->d; j++)
+		L->sum[j] /= count;
+	if (L->metric == CV_KMEANS_SPHERICAL)
+	{
+		double		norm_sq = 0.0;
+
+		for (j = 0; j < L->d; j++)
+			norm_sq += L->sum[j] * L->sum[j];
+		if (!(norm_sq > 0.0))
+			return;
+		scale = sqrt(norm_sq);
+	}
+	for (j = 0; j < L->d; j++)
+		out[j] = (float) (L->sum[j] / scale);
+}
+
+/* Recomputes every centroid from the buckets. */
+static void
+update_centroids(Lloyd *L)
+{
+	int			c;
+
+	for (c = 0; c < L->k; c++)
+		update_centroid(L, c);
+}
+
+/* Makes this iteration's assignment the one the centroids average. */
+static void
+swap_assignments(Lloyd *L)
+{
+	int32_t    *t = L->assign;
+
+	L->assign = L->previous;
+	L->previous = t;
+}
+
+/*
+ * One iteration after the assignment: refill, update.  Returns false (and
+ * does nothing) when no point moved, i.e. Lloyd has converged.
+ */
+static bool
+refine(Lloyd *L, int iteration, CvKmeansResult *result)
+{
+	if (iteration > 0 && unchanged(L))
+		return false;
+	bucket_points(L);
+	result->refilled += refill_empty(L);
+	update_centroids(L);
+	swap_assignments(L);
+	return true;
+}
+
+/* The iterations proper; L is allocated and previous[] is meaningful after the first. */
+static CvMathStatus
+iterate(Lloyd *L, const CvKmeansParams *params, double *history,
+		CvKmeansResult *result)
+{
+	int			t;
+
+	for (t = 0; t < params->iterations; t++)
+	{
+		CvMathStatus status = assign_points(L);
+
+		if (status != CV_MATH_OK)
+			return status;
+		result->inertia = objective(L);
+		if (history != NULL)
+			history[t] = result->inertia;
+		result->iterations_run = t + 1;
+		if (!refine(L, t, result))
+		{
+			report(params, params->iterations);
+			break;
+		}
+		report(params, t + 1);
+	}
+	return CV_MATH_OK;
+}
+
+/*
+ * The output assignment: the clusters the final centroids average, or with
+ * no iteration at all a plain nearest assignment.
+ */
+static CvMathStatus
+output_assignment(Lloyd *L, int iterations_run, int32_t *assignment)
+{
+	CvMathStatus status;
+
+	if (assignment == NULL)
+		return CV_MATH_OK;
+	if (iterations_run == 0)
+	{
+		status = assign_points(L);
+		if (status != CV_MATH_OK)
+			return status;
+		memcpy(assignment, L->assign, sizeof(int32_t) * L->n);
+	}
+	else
+		memcpy(assignment, L->previous, sizeof(int32_t) * L->n);
+	return CV_MATH_OK;
+}
+
+/* Lloyd on validated arguments, k centroids in place. */
+static CvMathStatus
+run_lloyd(const float *points, size_t n, int d, const CvKmeansParams *params,
+		  int k, float *centroids, int32_t *assignment, double *history,
+		  CvKmeansResult *result)
+{
+	Lloyd		L;
+	CvMathStatus status;
+
+	memset(&L, 0, sizeof(L));
+	memset(result, 0, sizeof(*result));
+	L.points = points;
+	L.n = n;
+	L.d = d;
+	L.k = k;
+	L.metric = params->metric;
+	L.allocator = params->allocator;
+	L.centroids = centroids;
+	result->n_centroids = k;
+	if (!lloyd_alloc(&L))
+		status = CV_MATH_OUT_OF_MEMORY;
+	else
+		status = iterate(&L, params, history, result);
+	if (status == CV_MATH_OK)
+		status = output_assignment(&L, result->iterations_run, assignment);
+	lloyd_free(&L);
+	return status;
+}
+
+/* Checks the arguments, then runs Lloyd from the caller's centroids. */
+CvMathStatus
+cv_kmeans_lloyd(const float *points, size_t n, int d,
+				const CvKmeansParams *params, float *centroids,
+				int32_t *assignment, double *inertia_history,
+				CvKmeansResult *result)
+{
+	if (!shape_ok(points, n, d, params, centroids) || result == NULL
+		|| !points_finite(points, n, d)
+		|| !points_finite(centroids, (size_t) params->k, d))
+		return CV_MATH_BAD_ARGUMENT;
+	return run_lloyd(points, n, d, params, params->k, centroids, assignment,
+					 inertia_history, result);
+}
+
+/* Seeding, then Lloyd on the seeds. */
+CvMathStatus
+cv_kmeans(const float *points, size_t n, int d, const CvKmeansParams *params,
+		  float *centroids, int32_t *assignment, double *inertia_history,
+		  CvKmeansResult *result)
+{
+	CvMathStatus status;
+	int			n_seeds;
+
+	if (!shape_ok(points, n, d, params, centroids) || result == NULL
+		|| !points_finite(points, n, d))
+		return CV_MATH_BAD_ARGUMENT;
+	status = seed_points(points, n, d, params, centroids, &n_seeds);
+	if (status != CV_MATH_OK)
+		return status;
+	return run_lloyd(points, n, d, params, n_seeds, centroids, assignment,
+					 inertia_history, result);
+}
