@@ -21,7 +21,8 @@ TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
 OBJS = src/clustervec.o $(TYPE_OBJS) $(IVF_OBJS) $(MATH_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
-	cvec_compare cvec_cast cvec_aggregate cvec_simd
+	cvec_compare cvec_cast cvec_aggregate cvec_simd \
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
 
 # One reduction order for every SIMD variant: no contracted multiply-adds

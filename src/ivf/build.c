@@ -45,6 +45,7 @@ typedef struct BuildState
 	MemoryContext tuple_context;
 	/* pass 1 */
 	const CvIvfOptions *options;
+	double		estimated_rows;
 	int			estimated_lists;
 	CvPrng		prng;
 	float	   *sample;
@@ -128,7 +129,7 @@ indexable_vector(BuildState *state, Datum value, bool isnull)
 }
 
 static int64 choose_sample_capacity(Relation index, const CvIvfOptions *options,
-									int lists, int dims);
+									int lists, int dims, double estimated_rows);
 
 /* The reservoir, sized once the first vector tells the dimensions. */
 static void
@@ -136,7 +137,8 @@ allocate_sample(BuildState *state)
 {
 	state->sample_capacity = choose_sample_capacity(state->index, state->options,
 													state->estimated_lists,
-													state->dimensions);
+													state->dimensions,
+													state->estimated_rows);
 	state->sample = MemoryContextAllocHuge(state->tuple_context->parent,
 										   sizeof(float) * state->dimensions *
 										   state->sample_capacity);
@@ -193,16 +195,19 @@ megabytes_up(Size bytes)
 
 /*
  * How many rows pass 1 keeps: sample_rows, or 50 per list (at least
- * 10,000), within maintenance_work_mem together with the centroids.
+ * 10,000, at most about the table's rows), within maintenance_work_mem
+ * together with the centroids.
  */
 static int64
-choose_sample_capacity(Relation index, const CvIvfOptions *options, int lists, int dims)
+choose_sample_capacity(Relation index, const CvIvfOptions *options, int lists, int dims,
+					   double estimated_rows)
 {
 	Size		row_bytes = sizeof(float) * (Size) dims;
 	Size		centroid_bytes = 3 * row_bytes * lists;	/* centroids, k-means and assignment copies */
 	Size		budget = (Size) maintenance_work_mem * 1024;
 	int64		wanted = options->sample_rows > 0 ? options->sample_rows :
-		Max((int64) MIN_AUTO_SAMPLE, (int64) SAMPLE_PER_LIST * lists);
+		Min(Max((int64) MIN_AUTO_SAMPLE, (int64) SAMPLE_PER_LIST * lists),
+			(int64) (estimated_rows * 1.2) + 100);
 	Size		needed = centroid_bytes + row_bytes * (Size) Max(wanted, lists);
 	int64		fits;
 
@@ -468,6 +473,7 @@ sample_rows(BuildState *state, IndexInfo *info)
 {
 	double		estimate = estimate_heap_rows(state->heap);
 
+	state->estimated_rows = estimate;
 	state->estimated_lists = choose_lists(state->options, estimate);
 	cv_prng_seed(&state->prng, (uint64) state->options->seed);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_SAMPLING);
