@@ -7,22 +7,22 @@ MODULE_big = clustervec
 DATA = clustervec--0.1.0.sql
 PGFILEDESC = "clustervec - vectors, IVF index and cluster statistics"
 
-MATH_OBJS = src/math/distance_dispatch.o src/math/distance_scalar.o \
-	src/math/distance_avx2.o src/math/distance_avx512.o \
-	src/math/prng.o src/math/kmeans.o src/math/nearest.o \
-	src/math/nearest_avx2.o src/math/nearest_avx512.o
+# src/math is pure C with one module per job; every file in it is linked.
+MATH_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/math/*.c)))
+TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
+	src/type/cvec_arith.o src/type/cvec_compare.o src/type/cvec_cast.o \
+	src/type/cvec_aggregate.o src/type/cvec_util.o
 IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/reader.o src/ivf/page.o src/ivf/centroids.o src/ivf/build.o \
 	src/ivf/insert.o src/ivf/scan.o src/ivf/vacuum.o src/ivf/cost.o \
 	src/ivf/validate.o src/ivf/introspect.o
-TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
-	src/type/cvec_arith.o src/type/cvec_compare.o src/type/cvec_cast.o \
-	src/type/cvec_aggregate.o src/type/cvec_util.o
-OBJS = src/clustervec.o $(TYPE_OBJS) $(IVF_OBJS) $(MATH_OBJS)
+HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
+	src/health/aggregate.o
+OBJS = src/clustervec.o $(TYPE_OBJS) $(IVF_OBJS) $(HEALTH_OBJS) $(MATH_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
-	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cluster_health
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
 
 # One reduction order for every SIMD variant: no contracted multiply-adds

@@ -219,3 +219,86 @@ CREATE FUNCTION cvivf_list_of(index regclass, v cvec) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
 CREATE FUNCTION cvivf_verify(index regclass) RETURNS void
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
+
+-- cluster health: the 38 statistics of STATISTICS.md ---------------------------
+
+CREATE FUNCTION cluster_health(
+	source regclass, cluster_column name, vector_column name,
+	order_column name DEFAULT NULL,
+	outlier_z float8 DEFAULT 2.0, dup_cos float8 DEFAULT 0.95, neighbours int DEFAULT 5,
+	sigma_bins int DEFAULT 256, entropy_bins int DEFAULT 20, rank_max_members int DEFAULT 2000,
+	progress boolean DEFAULT true,
+	OUT cluster bigint,
+	OUT n bigint, OUT centroid_norm float8, OUT inertia float8, OUT mean_dist float8,
+	OUT spread float8, OUT skew float8, OUT kurtosis float8, OUT radius float8,
+	OUT cohesion float8, OUT outlier_ratio float8, OUT core_periphery_ratio float8,
+	OUT mean_norm float8, OUT norm_cv float8, OUT embedding_quality float8,
+	OUT novelty float8, OUT between_ss float8,
+	OUT split_gain float8, OUT split_balance float8, OUT split_separation float8,
+	OUT mean_pairwise_dist float8, OUT sigma float8, OUT mean_pairwise_cos float8,
+	OUT redundancy float8, OUT redundant_members float8, OUT breadth float8,
+	OUT local_density float8, OUT dist_entropy float8, OUT entanglement float8,
+	OUT split_silhouette float8,
+	OUT potential_depth float8, OUT curvature float8, OUT escape_probability float8,
+	OUT nearest_cluster bigint, OUT nearest_dist float8, OUT db_ratio float8,
+	OUT neighbour_relevance float8, OUT centroid_silhouette float8,
+	OUT effective_rank float8,
+	OUT cluster_text text, OUT nearest_cluster_text text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
+
+CREATE FUNCTION cluster_health_query(
+	query text,
+	outlier_z float8 DEFAULT 2.0, dup_cos float8 DEFAULT 0.95, neighbours int DEFAULT 5,
+	sigma_bins int DEFAULT 256, entropy_bins int DEFAULT 20, rank_max_members int DEFAULT 2000,
+	progress boolean DEFAULT true,
+	OUT cluster bigint,
+	OUT n bigint, OUT centroid_norm float8, OUT inertia float8, OUT mean_dist float8,
+	OUT spread float8, OUT skew float8, OUT kurtosis float8, OUT radius float8,
+	OUT cohesion float8, OUT outlier_ratio float8, OUT core_periphery_ratio float8,
+	OUT mean_norm float8, OUT norm_cv float8, OUT embedding_quality float8,
+	OUT novelty float8, OUT between_ss float8,
+	OUT split_gain float8, OUT split_balance float8, OUT split_separation float8,
+	OUT mean_pairwise_dist float8, OUT sigma float8, OUT mean_pairwise_cos float8,
+	OUT redundancy float8, OUT redundant_members float8, OUT breadth float8,
+	OUT local_density float8, OUT dist_entropy float8, OUT entanglement float8,
+	OUT split_silhouette float8,
+	OUT potential_depth float8, OUT curvature float8, OUT escape_probability float8,
+	OUT nearest_cluster bigint, OUT nearest_dist float8, OUT db_ratio float8,
+	OUT neighbour_relevance float8, OUT centroid_silhouette float8,
+	OUT effective_rank float8,
+	OUT cluster_text text, OUT nearest_cluster_text text)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION cluster_health_summary(
+	source regclass, cluster_column name, vector_column name,
+	order_column name DEFAULT NULL,
+	outlier_z float8 DEFAULT 2.0, dup_cos float8 DEFAULT 0.95, neighbours int DEFAULT 5,
+	sigma_bins int DEFAULT 256, entropy_bins int DEFAULT 20, rank_max_members int DEFAULT 2000,
+	progress boolean DEFAULT true,
+	OUT k bigint, OUT n bigint, OUT davies_bouldin float8, OUT calinski_harabasz float8,
+	OUT cohesion float8, OUT centroid_silhouette float8)
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
+
+CREATE TYPE cluster_stats_result AS (
+	n bigint, centroid cvec, centroid_norm float8, inertia float8, cohesion float8,
+	mean_norm float8, norm_cv float8, embedding_quality float8
+);
+
+CREATE FUNCTION cluster_stats_accum(double precision[], cvec) RETURNS double precision[]
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cluster_stats_combine(double precision[], double precision[])
+	RETURNS double precision[]
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION cluster_stats_final(double precision[]) RETURNS cluster_stats_result
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+-- One pass: mean and inertia by Welford/Chan, the sum of unit vectors, norm moments.
+CREATE AGGREGATE cluster_stats(cvec) (
+	SFUNC = cluster_stats_accum,
+	STYPE = double precision[],
+	FINALFUNC = cluster_stats_final,
+	COMBINEFUNC = cluster_stats_combine,
+	PARALLEL = SAFE
+);

@@ -15,6 +15,7 @@
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
+extern void cv_health_define_settings(void);
 
 #define CV_SIMD_AUTO (-1)
 
@@ -64,6 +65,7 @@ _PG_init(void)
 {
 	define_settings();
 	cvivf_define_settings();
+	cv_health_define_settings();
 	MarkGUCPrefixReserved("clustervec");
 }
 

@@ -21,13 +21,6 @@
 /* Seeding reports progress every this many centres. */
 #define SEED_PROGRESS_EVERY 256
 
-/*
- * Relative margin of the seeding's triangle-inequality skip: far above
- * cv_distance's rounding (about d 2^-53), so a skipped point provably
- * would not have moved.
- */
-#define SKIP_MARGIN 1e-6
-
 /* Squared L2 distance of two rows, the float64 kernel every decision uses. */
 static inline double
 l2(const float *a, const float *b, int d)
@@ -73,17 +66,37 @@ report(const CvKmeansParams *params, int iteration)
 }
 
 /* ---------------------------------------------------------------------
- * k-means++ seeding
+ * k-means++ seeding, lazily
  *
- * dist[i] is point i's squared L2 distance to its nearest centre so far.
- * Points are kept in one linked list per centre (their nearest), with the
- * list's largest dist as its radius: a new centre c_t can only pull a
- * member of centre a's list if |c_t - c_a| < 2 sqrt(radius) (triangle
- * inequality), so most lists are skipped without touching their points.
- * The draws read dist through per-block partial sums, refreshed only
- * where dist changed.  Skips change no value, so the centres are those of
- * the plain O(n k d) algorithm.
+ * k-means++ draws each next centre with probability D(x) / sum D, D(x) the
+ * squared L2 distance from x to its nearest centre so far.  Updating D for
+ * every point after every centre costs n d per centre and streams all the
+ * points each time: memory-bound, and no triangle-inequality pruning helps
+ * on data without structure at the scale of k (58 s for uniform n =
+ * 100,000, d = 32, k = 32,768).  Instead dist[] holds D as of the last
+ * refresh, and the centres added since then are "pending".  D only
+ * decreases, so a draw proposes x with probability dist[x] / sum dist and
+ * accepts it with probability D(x) / dist[x], where D(x) = min(dist[x],
+ * distance to the pending centres): rejection sampling, whose accepted x
+ * follows exactly the k-means++ distribution.  A refresh folds the pending
+ * centres into dist[] with one blocked pass (cv_nearest_assign over them:
+ * a matrix product, compute-bound, float64 exact).  Refreshes happen when
+ * the pending centres reach a quarter of all centres (at most
+ * SEED_MAX_PENDING), which keeps acceptance high, or when one draw was
+ * rejected SEED_MAX_TRIES times.  With nothing pending a draw is accepted
+ * outright, so seeding always ends: at k centres, or when right after a
+ * refresh every point sits on a centre (sum dist = 0).  Accepted points
+ * have D > 0, so the centres are distinct points.
+ *
+ * Every D is a cv_distance value and every sum runs in a fixed order, so
+ * the centres are a function of the points and the seed alone.
  * --------------------------------------------------------------------- */
+
+/* Most centres waiting for a refresh. */
+#define SEED_MAX_PENDING 256
+
+/* Rejections in one draw before a forced refresh. */
+#define SEED_MAX_TRIES 16
 
 typedef struct Seeding
 {
@@ -93,13 +106,13 @@ typedef struct Seeding
 	const CvAllocator *allocator;
 	float	   *centroids;		/* output rows */
 	int			count;			/* centres chosen so far */
-	double	   *dist;			/* n */
-	int32_t    *next;			/* n: next member of the same list, -1 ends */
-	int32_t    *head;			/* k: first member of each centre's list */
-	double	   *radius;			/* k: largest dist in the list */
+	int			refreshed;		/* centres [0, refreshed) are in dist */
+	double	   *dist;			/* n: D as of the last refresh */
+	double	   *fresh;			/* n: refresh workspace */
+	int32_t    *index;			/* n: refresh workspace */
 	size_t		n_blocks;
-	double	   *block_sum;		/* n_blocks */
-	bool	   *dirty;			/* n_blocks */
+	double	   *block_sum;		/* n_blocks: sums of dist */
+	bool	   *dirty;			/* n_blocks: block_sum out of date */
 } Seeding;
 
 /* Releases the seeding arrays. */
@@ -107,28 +120,25 @@ static void
 seeding_free(Seeding *s)
 {
 	cv_math_free(s->allocator, s->dist);
-	cv_math_free(s->allocator, s->next);
-	cv_math_free(s->allocator, s->head);
-	cv_math_free(s->allocator, s->radius);
+	cv_math_free(s->allocator, s->fresh);
+	cv_math_free(s->allocator, s->index);
 	cv_math_free(s->allocator, s->block_sum);
 	cv_math_free(s->allocator, s->dirty);
 }
 
-/* Allocates the seeding arrays for k centres; false on failure. */
+/* Allocates the seeding arrays; false on failure. */
 static bool
-seeding_alloc(Seeding *s, int k)
+seeding_alloc(Seeding *s)
 {
 	const CvAllocator *a = s->allocator;
 
 	s->n_blocks = (s->n + SEED_BLOCK - 1) / SEED_BLOCK;
 	s->dist = cv_math_alloc(a, s->n, sizeof(double));
-	s->next = cv_math_alloc(a, s->n, sizeof(int32_t));
-	s->head = cv_math_alloc(a, k, sizeof(int32_t));
-	s->radius = cv_math_alloc(a, k, sizeof(double));
+	s->fresh = cv_math_alloc(a, s->n, sizeof(double));
+	s->index = cv_math_alloc(a, s->n, sizeof(int32_t));
 	s->block_sum = cv_math_alloc(a, s->n_blocks, sizeof(double));
 	s->dirty = cv_math_alloc(a, s->n_blocks, sizeof(bool));
-	return s->dist && s->next && s->head && s->radius && s->block_sum
-		&& s->dirty;
+	return s->dist && s->fresh && s->index && s->block_sum && s->dirty;
 }
 
 /* Row i of the points. */
@@ -136,6 +146,13 @@ static inline const float *
 point(const Seeding *s, size_t i)
 {
 	return s->points + i * (size_t) s->d;
+}
+
+/* Row c of the centres. */
+static inline const float *
+centre(const Seeding *s, int c)
+{
+	return s->centroids + (size_t) c * s->d;
 }
 
 /* Copies point i into the next centroid row. */
@@ -147,117 +164,49 @@ append_centre(Seeding *s, size_t i)
 	s->count++;
 }
 
-/* The first centre: every point joins its list. */
-static void
-add_first_centre(Seeding *s, size_t first)
+/* Folds the pending centres into dist with one blocked nearest pass. */
+static CvMathStatus
+refresh(Seeding *s)
 {
+	CvNearest  *nn;
+	CvMathStatus status;
 	size_t		i;
 
-	append_centre(s, first);
-	s->head[0] = 0;
-	s->radius[0] = 0.0;
+	if (s->refreshed == s->count)
+		return CV_MATH_OK;
+	status = cv_nearest_create(centre(s, s->refreshed), s->count - s->refreshed,
+							   s->d, CV_NEAREST_L2, s->allocator, &nn);
+	if (status != CV_MATH_OK)
+		return status;
+	status = cv_nearest_assign(nn, s->points, s->n, s->index, s->fresh);
+	cv_nearest_free(nn);
+	if (status != CV_MATH_OK)
+		return status;
 	for (i = 0; i < s->n; i++)
-	{
-		s->dist[i] = l2(point(s, i), s->centroids, s->d);
-		s->next[i] = i + 1 < s->n ? (int32_t) (i + 1) : -1;
-		if (s->dist[i] > s->radius[0])
-			s->radius[0] = s->dist[i];
-	}
-	memset(s->dirty, 1, sizeof(bool) * s->n_blocks);
-}
-
-/*
- * True when the triangle inequality proves a point at squared distance
- * dist from c_a is no nearer to a new centre at squared distance cc from
- * c_a: |x - c_t| >= |c_t - c_a| - |x - c_a| >= |x - c_a|.
- */
-static inline bool
-cannot_move(double cc, double dist)
-{
-	return cc >= 4.0 * dist * (1.0 + SKIP_MARGIN);
-}
-
-/*
- * Moves point i's distance to the new centre c_t (at squared distance cc
- * from the point's current centre) if c_t is strictly nearer; skips the
- * computation when the triangle inequality already rules that out.
- */
-static inline bool
-nearer_to_new(Seeding *s, int32_t i, const float *ct, double cc)
-{
-	double		v;
-
-	if (cannot_move(cc, s->dist[i]))
-		return false;
-	v = l2(point(s, i), ct, s->d);
-	if (!(v < s->dist[i]))
-		return false;
-	s->dist[i] = v;
-	s->dirty[i / SEED_BLOCK] = true;
-	return true;
-}
-
-/*
- * Walks centre a's list against the new centre t: members now nearer to t
- * move to t's list; a's list and radius are rebuilt from those that stay.
- */
-static void
-walk_list(Seeding *s, int a, int t, double cc)
-{
-	const float *ct = s->centroids + (size_t) t * s->d;
-	int32_t		i = s->head[a];
-	int32_t		kept = -1;
-	double		radius = 0.0;
-
-	while (i >= 0)
-	{
-		int32_t		following = s->next[i];
-
-		if (nearer_to_new(s, i, ct, cc))
+		if (s->fresh[i] < s->dist[i])
 		{
-			s->next[i] = s->head[t];
-			s->head[t] = i;
-			if (s->dist[i] > s->radius[t])
-				s->radius[t] = s->dist[i];
+			s->dist[i] = s->fresh[i];
+			s->dirty[i / SEED_BLOCK] = true;
 		}
-		else
-		{
-			s->next[i] = kept;
-			kept = i;
-			if (s->dist[i] > radius)
-				radius = s->dist[i];
-		}
-		i = following;
-	}
-	s->head[a] = kept;
-	s->radius[a] = radius;
+	s->refreshed = s->count;
+	return CV_MATH_OK;
 }
 
-/*
- * Adds point i as centre t.  A whole list is skipped when the triangle
- * test holds for its radius, i.e. for every member at once.
- */
-static void
-add_centre(Seeding *s, size_t i)
+/* D(x_i) now: dist[i] lowered by the pending centres. */
+static double
+current_dist(const Seeding *s, size_t i)
 {
-	int			t = s->count;
-	int			a;
+	double		v = s->dist[i];
+	int			c;
 
-	append_centre(s, i);
-	s->head[t] = -1;
-	s->radius[t] = 0.0;
-	for (a = 0; a < t; a++)
+	for (c = s->refreshed; c < s->count; c++)
 	{
-		double		cc;
+		double		w = l2(point(s, i), centre(s, c), s->d);
 
-		if (s->radius[a] == 0.0)
-			continue;			/* every member sits on c_a already */
-		cc = l2(s->centroids + (size_t) t * s->d,
-				s->centroids + (size_t) a * s->d, s->d);
-		if (cannot_move(cc, s->radius[a]))
-			continue;
-		walk_list(s, a, t, cc);
+		if (w < v)
+			v = w;
 	}
+	return v;
 }
 
 /* Sum of dist over one block, in point order. */
@@ -346,24 +295,67 @@ draw_point(const Seeding *s, double r)
 	return last_positive(s, 0, s->n);	/* r rounded up to the total */
 }
 
+/*
+ * One k-means++ draw by rejection (see above): returns the accepted point,
+ * or -1 after SEED_MAX_TRIES rejections.  Two uniforms per try.
+ */
+static int64_t
+draw_centre(const Seeding *s, CvPrng *rng, double total)
+{
+	int			tries;
+
+	for (tries = 0; tries < SEED_MAX_TRIES; tries++)
+	{
+		size_t		i = draw_point(s, cv_prng_uniform(rng) * total);
+		double		u = cv_prng_uniform(rng);
+
+		if (s->refreshed == s->count || u * s->dist[i] < current_dist(s, i))
+			return (int64_t) i;
+	}
+	return -1;
+}
+
+/* Pending centres allowed before a refresh: a quarter of those chosen. */
+static int
+max_pending(int count)
+{
+	int			limit = count / 4;
+
+	if (limit < 1)
+		return 1;
+	return limit < SEED_MAX_PENDING ? limit : SEED_MAX_PENDING;
+}
+
 /* Chooses up to k centres; stops when every point sits on a centre. */
-static void
+static CvMathStatus
 choose_centres(Seeding *s, const CvKmeansParams *params, int k)
 {
 	CvPrng		rng;
+	CvMathStatus status = CV_MATH_OK;
 
 	cv_prng_seed(&rng, params->seed);
-	add_first_centre(s, (size_t) cv_prng_below(&rng, s->n));
-	while (s->count < k)
+	append_centre(s, (size_t) cv_prng_below(&rng, s->n));
+	while (s->count < k && status == CV_MATH_OK)
 	{
-		double		total = weights_total(s);
+		double		total;
+		int64_t		i;
 
-		if (!(total > 0.0))
+		if (s->count - s->refreshed >= max_pending(s->count))
+			status = refresh(s);
+		total = weights_total(s);
+		if (status != CV_MATH_OK || !(total > 0.0))
 			break;
-		add_centre(s, draw_point(s, cv_prng_uniform(&rng) * total));
+		i = draw_centre(s, &rng, total);
+		if (i < 0)
+		{
+			status = refresh(s);
+			continue;
+		}
+		append_centre(s, (size_t) i);
 		if (s->count % SEED_PROGRESS_EVERY == 0)
 			report(params, 0);
 	}
+	return status;
 }
 
 /* Seeding on validated arguments. */
@@ -372,7 +364,8 @@ seed_points(const float *points, size_t n, int d, const CvKmeansParams *params,
 			float *centroids, int *n_seeds)
 {
 	Seeding		s;
-	int			k = (size_t) params->k < n ? params->k : (int) n;
+	CvMathStatus status;
+	size_t		i;
 
 	memset(&s, 0, sizeof(s));
 	s.points = points;
@@ -380,15 +373,19 @@ seed_points(const float *points, size_t n, int d, const CvKmeansParams *params,
 	s.d = d;
 	s.allocator = params->allocator;
 	s.centroids = centroids;
-	if (!seeding_alloc(&s, k))
+	if (!seeding_alloc(&s))
 	{
 		seeding_free(&s);
 		return CV_MATH_OUT_OF_MEMORY;
 	}
-	choose_centres(&s, params, k);
+	for (i = 0; i < n; i++)
+		s.dist[i] = INFINITY;	/* the first refresh measures centre 0 */
+	memset(s.dirty, 1, sizeof(bool) * s.n_blocks);
+	status = choose_centres(&s, params,
+							(size_t) params->k < n ? params->k : (int) n);
 	*n_seeds = s.count;
 	seeding_free(&s);
-	return CV_MATH_OK;
+	return status;
 }
 
 /* Checks the arguments, then seeds. */

@@ -166,10 +166,47 @@ scan_scalar(const float *const *rows, int d, const float *blocks,
 	}
 }
 
+/*
+ * Euclidean norm in float64, over four interleaved partial sums: one
+ * serial chain of d additions cost as much as the scoring for small k.
+ */
+static double
+norm64(const float *v, int d)
+{
+	double		s0 = 0.0,
+				s1 = 0.0,
+				s2 = 0.0,
+				s3 = 0.0;
+	int			j;
+
+	for (j = 0; j + 4 <= d; j += 4)
+	{
+		s0 += (double) v[j] * (double) v[j];
+		s1 += (double) v[j + 1] * (double) v[j + 1];
+		s2 += (double) v[j + 2] * (double) v[j + 2];
+		s3 += (double) v[j + 3] * (double) v[j + 3];
+	}
+	for (; j < d; j++)
+		s0 += (double) v[j] * (double) v[j];
+	return sqrt((s0 + s1) + (s2 + s3));
+}
+
+/* Centres one point; returns the norm of the result. */
+static double
+center_scalar(const float *x, const float *m, float *dst, int d)
+{
+	int			j;
+
+	for (j = 0; j < d; j++)
+		dst[j] = x[j] - m[j];
+	return norm64(dst, d);
+}
+
 const CvNearestKernels cv_nearest_kernels_scalar = {
 	.name = "scalar",
 	.rows = 1,
 	.scan = scan_scalar,
+	.center = center_scalar,
 };
 
 /* ---------------------------------------------------------------------
@@ -225,18 +262,6 @@ all_finite(const float *v, size_t count)
 		if (!isfinite(v[i]))
 			return false;
 	return true;
-}
-
-/* Euclidean norm in float64. */
-static double
-norm64(const float *v, int d)
-{
-	double		sum = 0.0;
-	int			j;
-
-	for (j = 0; j < d; j++)
-		sum += (double) v[j] * (double) v[j];
-	return sqrt(sum);
 }
 
 /* m = mean of the centroids (L2), zero for IP (a shift would not cancel). */
@@ -417,20 +442,16 @@ cv_nearest_rescans(const CvNearest *nn)
 
 /* Centres count points into the tile, records |x'| and resets their state. */
 static void
-load_tile(CvNearest *nn, const float *points, int count)
+load_tile(CvNearest *nn, const CvNearestKernels *kern, const float *points,
+		  int count)
 {
-	int			d = nn->d;
+	size_t		d = nn->d;
 	int			i;
-	int			j;
 
 	for (i = 0; i < count; i++)
 	{
-		const float *x = points + (size_t) i * d;
-		float	   *dst = nn->tile + (size_t) i * d;
-
-		for (j = 0; j < d; j++)
-			dst[j] = x[j] - nn->center[j];
-		nn->tile_norm[i] = norm64(dst, d);
+		nn->tile_norm[i] = kern->center(points + i * d, nn->center,
+										nn->tile + i * d, nn->d);
 		cv_nearest_best_reset(&nn->tile_best[i]);
 	}
 }
@@ -613,7 +634,7 @@ cv_nearest_assign(CvNearest *nn, const float *points, size_t n,
 		int			count = (int) (n - start < (size_t) nn->tile_points
 								   ? n - start : (size_t) nn->tile_points);
 
-		load_tile(nn, tile_points, count);
+		load_tile(nn, kern, tile_points, count);
 		if (nn->fast)
 			scan_tile(nn, kern, count);
 		finish_tile(nn, tile_points, count, nn->fast, index + start,
@@ -637,7 +658,7 @@ cv_nearest_scan_points(CvNearest *nn, const CvNearestKernels *kernels,
 		int			count = (int) (n - start < (size_t) nn->tile_points
 								   ? n - start : (size_t) nn->tile_points);
 
-		load_tile(nn, points + start * nn->d, count);
+		load_tile(nn, kernels, points + start * nn->d, count);
 		scan_tile(nn, kernels, count);
 		memcpy(best + start, nn->tile_best, sizeof(CvNearestBest) * count);
 	}

@@ -144,10 +144,51 @@ scan_avx2(const float *const *rows, int d, const float *blocks,
 	cv_nearest_merge_lanes(best, ROWS, WIDTH, st.best, st.second, st.index);
 }
 
+/* Squares of four floats, widened to double. */
+static inline CV_AVX2 __m256d
+square4(__m128 v)
+{
+	__m256d		w = _mm256_cvtps_pd(v);
+
+	return _mm256_mul_pd(w, w);
+}
+
+/*
+ * dst = x - m eight floats at a time; |dst|^2 in two float64 accumulators
+ * (elements 0-3 and 4-7 of each block), the tail added after.
+ */
+static CV_AVX2 double
+center_avx2(const float *x, const float *m, float *dst, int d)
+{
+	__m256d		lo = _mm256_setzero_pd();
+	__m256d		hi = _mm256_setzero_pd();
+	double		part[4];
+	double		sum;
+	int			j;
+
+	for (j = 0; j + 8 <= d; j += 8)
+	{
+		__m256		v = _mm256_sub_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(m + j));
+
+		_mm256_storeu_ps(dst + j, v);
+		lo = _mm256_add_pd(lo, square4(_mm256_castps256_ps128(v)));
+		hi = _mm256_add_pd(hi, square4(_mm256_extractf128_ps(v, 1)));
+	}
+	_mm256_storeu_pd(part, _mm256_add_pd(lo, hi));
+	sum = (part[0] + part[1]) + (part[2] + part[3]);
+	for (; j < d; j++)
+	{
+		dst[j] = x[j] - m[j];
+		sum += (double) dst[j] * (double) dst[j];
+	}
+	return sqrt(sum);
+}
+
 const CvNearestKernels cv_nearest_kernels_avx2 = {
 	.name = "avx2",
 	.rows = ROWS,
 	.scan = scan_avx2,
+	.center = center_avx2,
 };
 
 #endif							/* CV_HAVE_X86_SIMD */

@@ -202,10 +202,50 @@ scan_avx512(const float *const *rows, int d, const float *blocks,
 	cv_nearest_merge_lanes(best, ROWS, WIDTH, st.best, st.second, st.index);
 }
 
+/* Squares of eight floats, widened to double. */
+static inline CV_AVX512 __m512d
+square8(__m256 v)
+{
+	__m512d		w = _mm512_cvtps_pd(v);
+
+	return _mm512_mul_pd(w, w);
+}
+
+/*
+ * dst = x - m sixteen floats at a time; |dst|^2 in two float64
+ * accumulators (elements 0-7 and 8-15 of each block), the tail added after.
+ */
+static CV_AVX512 double
+center_avx512(const float *x, const float *m, float *dst, int d)
+{
+	__m512d		lo = _mm512_setzero_pd();
+	__m512d		hi = _mm512_setzero_pd();
+	double		sum;
+	int			j;
+
+	for (j = 0; j + 16 <= d; j += 16)
+	{
+		__m512		v = _mm512_sub_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(m + j));
+		__m256		upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+
+		_mm512_storeu_ps(dst + j, v);
+		lo = _mm512_add_pd(lo, square8(_mm512_castps512_ps256(v)));
+		hi = _mm512_add_pd(hi, square8(upper));
+	}
+	sum = _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+	for (; j < d; j++)
+	{
+		dst[j] = x[j] - m[j];
+		sum += (double) dst[j] * (double) dst[j];
+	}
+	return sqrt(sum);
+}
+
 const CvNearestKernels cv_nearest_kernels_avx512 = {
 	.name = "avx512",
 	.rows = ROWS,
 	.scan = scan_avx512,
+	.center = center_avx512,
 };
 
 #endif							/* CV_HAVE_X86_SIMD */

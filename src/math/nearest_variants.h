@@ -47,11 +47,21 @@ typedef void (*CvNearestScanFn) (const float *const *rows, int d,
 								 int first_block, int n_blocks, float scale,
 								 CvNearestBest *best);
 
+/*
+ * dst = fl(x - m) elementwise (the same bits at any vector width) and
+ * returns |dst| in float64.  The norm only feeds the certificate's error
+ * bound, which has slack for any summation order, so variants may sum it
+ * in their own (fixed) order.
+ */
+typedef double (*CvNearestCenterFn) (const float *x, const float *m,
+									 float *dst, int d);
+
 typedef struct CvNearestKernels
 {
 	const char *name;			/* matches CvDistanceKernels.name */
 	int			rows;			/* points per scan call */
 	CvNearestScanFn scan;
+	CvNearestCenterFn center;
 } CvNearestKernels;
 
 extern const CvNearestKernels cv_nearest_kernels_scalar;

@@ -26,6 +26,7 @@ typedef struct CVec
 #define PG_RETURN_CVEC_P(v) PG_RETURN_POINTER(v)
 
 /* the distance functions, which the index AM recognises as opclass support */
+extern PGDLLEXPORT Datum cvec_in(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cvec_l2_distance(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cvec_negative_inner_product(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cvec_cosine_distance(PG_FUNCTION_ARGS);

@@ -1,0 +1,306 @@
+/*
+ * engine.c: runs the statistics over the sorted rows in two passes.
+ *
+ * Pass 1 reads every cluster once for the centroid family (each cluster's
+ * centroid, mean distance and mean norm are what the neighbour family and
+ * the global centroid need).  Pass 2 gathers chunks of whole clusters into
+ * compressed-sparse-row form (one flat member array and offsets) up to
+ * clustervec.health_memory and runs the other families chunk by chunk,
+ * family after family, the shape the GPU kernels take.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "health/health_sql.h"
+#include "type/cvec.h"
+
+#define PROGRESS_EVERY_MS 5000
+
+/* A chunk of whole clusters: members back to back, offsets per cluster. */
+typedef struct Chunk
+{
+	int64		first_cluster;
+	int64		clusters;
+	int64	   *offsets;		/* clusters + 1 entries, in members */
+	float	   *members;
+	int64		member_count;
+	int64		member_capacity;
+	int64		offset_capacity;
+} Chunk;
+
+static void
+report_progress(HealthRun *run, const char *pass, int64 done, int64 total)
+{
+	TimestampTz now;
+
+	if (!run->progress)
+		return;
+	now = GetCurrentTimestamp();
+	if (!TimestampDifferenceExceeds(run->last_report, now, PROGRESS_EVERY_MS))
+		return;
+	run->last_report = now;
+	if (total < 0)
+		ereport(NOTICE,
+				(errmsg("cluster_health: %s, %lld clusters after %.1f s",
+						pass, (long long) done, (double) (now - run->started) / 1000000.0)));
+	else
+		ereport(NOTICE,
+				(errmsg("cluster_health: %s, %lld of %lld clusters after %.1f s",
+						pass, (long long) done, (long long) total,
+						(double) (now - run->started) / 1000000.0)));
+}
+
+static void
+chunk_reset(Chunk *chunk, int64 first_cluster)
+{
+	chunk->first_cluster = first_cluster;
+	chunk->clusters = 0;
+	chunk->member_count = 0;
+	chunk->offsets[0] = 0;
+}
+
+/* Appends one member to the chunk's current cluster. */
+static void
+chunk_add_member(Chunk *chunk, const CVec *v)
+{
+	if (chunk->member_count == chunk->member_capacity)
+	{
+		chunk->member_capacity *= 2;
+		chunk->members = repalloc_huge(chunk->members,
+									   sizeof(float) * v->dim * chunk->member_capacity);
+	}
+	memcpy(chunk->members + chunk->member_count * v->dim, v->x, sizeof(float) * v->dim);
+	chunk->member_count++;
+}
+
+/* Closes the current cluster of the chunk. */
+static void
+chunk_end_cluster(Chunk *chunk)
+{
+	if (chunk->clusters + 2 > chunk->offset_capacity)
+	{
+		chunk->offset_capacity *= 2;
+		chunk->offsets = repalloc_huge(chunk->offsets, sizeof(int64) * chunk->offset_capacity);
+	}
+	chunk->clusters++;
+	chunk->offsets[chunk->clusters] = chunk->member_count;
+}
+
+static bool
+same_label(const HealthRun *run, Datum a, Datum b)
+{
+	if (!run->input.text_labels)
+		return DatumGetInt64(a) == DatumGetInt64(b);
+	/* compare contents: a sorted tuple may hold the label with a short header */
+	return VARSIZE_ANY_EXHDR(DatumGetPointer(a)) == VARSIZE_ANY_EXHDR(DatumGetPointer(b)) &&
+		memcmp(VARDATA_ANY(DatumGetPointer(a)), VARDATA_ANY(DatumGetPointer(b)),
+			   VARSIZE_ANY_EXHDR(DatumGetPointer(a))) == 0;
+}
+
+/* Records cluster k's label during pass 1. */
+static void
+add_cluster(HealthRun *run, Datum label, int64 *capacity)
+{
+	if (run->k == *capacity)
+	{
+		*capacity *= 2;
+		run->clusters = repalloc_huge(run->clusters, sizeof(HealthCluster) * *capacity);
+	}
+	memset(&run->clusters[run->k], 0, sizeof(HealthCluster));
+	run->clusters[run->k].label = run->input.text_labels ?
+		PointerGetDatum(PG_DETOAST_DATUM_COPY(label)) : label;
+	run->k++;
+}
+
+typedef void (*ChunkHandler) (HealthRun *run, Chunk *chunk);
+
+/*
+ * Reads the sorted rows once, handing chunks of whole clusters (at most
+ * memory_bytes of members, or one larger cluster) to handler.  In pass 1
+ * (record_labels) it also records the clusters.
+ */
+static void
+for_each_chunk(HealthRun *run, bool record_labels, ChunkHandler handler)
+{
+	HealthInput *input = &run->input;
+	Size		memory_bytes = (Size) cv_health_memory_kb * 1024;
+	int			d = input->dimensions;
+	Chunk		chunk = {0};
+	int64		capacity = 64;
+	int64		cluster = -1;
+	Datum		current = (Datum) 0;
+	bool		isnull;
+
+	chunk.member_capacity = 1024;
+	chunk.members = palloc_extended(sizeof(float) * d * chunk.member_capacity, MCXT_ALLOC_HUGE);
+	chunk.offset_capacity = 64;
+	chunk.offsets = palloc(sizeof(int64) * chunk.offset_capacity);
+	chunk_reset(&chunk, 0);
+	if (record_labels)
+		run->clusters = palloc_extended(sizeof(HealthCluster) * capacity, MCXT_ALLOC_HUGE);
+	tuplesort_rescan(input->sort);
+	while (tuplesort_gettupleslot(input->sort, true, false, input->slot, NULL))
+	{
+		Datum		label = slot_getattr(input->slot, HEALTH_COL_LABEL, &isnull);
+		CVec	   *v;
+
+		if (cluster < 0 || !same_label(run, label, current))
+		{
+			if (cluster >= 0)
+				chunk_end_cluster(&chunk);
+			if (chunk.clusters > 0 &&
+				(Size) chunk.member_count * d * sizeof(float) >= memory_bytes)
+			{
+				handler(run, &chunk);
+				chunk_reset(&chunk, cluster + 1);
+			}
+			cluster++;
+			if (record_labels)
+				add_cluster(run, label, &capacity);
+			current = run->clusters[cluster].label;
+		}
+		v = DatumGetCVec(slot_getattr(input->slot, HEALTH_COL_VECTOR, &isnull));
+		chunk_add_member(&chunk, v);
+	}
+	if (cluster >= 0)
+	{
+		chunk_end_cluster(&chunk);
+		handler(run, &chunk);
+	}
+	pfree(chunk.members);
+	pfree(chunk.offsets);
+}
+
+/* The members and count of the chunk's i-th cluster. */
+static const float *
+chunk_cluster(const Chunk *chunk, int64 i, int d, int64 *n)
+{
+	*n = chunk->offsets[i + 1] - chunk->offsets[i];
+	return chunk->members + chunk->offsets[i] * d;
+}
+
+/* Pass 1: the centroid family of every cluster in the chunk. */
+static void
+centroid_pass(HealthRun *run, Chunk *chunk)
+{
+	int			d = run->input.dimensions;
+
+	for (int64 i = 0; i < chunk->clusters; i++)
+	{
+		HealthCluster *cluster = &run->clusters[chunk->first_cluster + i];
+		int64		n;
+		const float *x = chunk_cluster(chunk, i, d, &n);
+
+		cluster->n = n;
+		cluster->centroid = palloc_extended(sizeof(double) * d, MCXT_ALLOC_HUGE);
+		cv_health_centroid(x, n, d, &run->params, cluster->centroid, &cluster->stats);
+		CHECK_FOR_INTERRUPTS();
+	}
+	report_progress(run, "pass 1 (centroids)", chunk->first_cluster + chunk->clusters, -1);
+}
+
+/* Everything pass 2 shares: the centroid set, g and the neighbour table. */
+typedef struct Globals
+{
+	CvCentroidSet set;
+	double	   *global;
+	double		global_mean_norm;
+	CvNeighbourTable table;
+} Globals;
+
+static void
+prepare_globals(HealthRun *run)
+{
+	Globals    *globals = palloc0(sizeof(Globals));
+	int			d = run->input.dimensions;
+	double	   *centroids = palloc_extended(sizeof(double) * d * run->k, MCXT_ALLOC_HUGE);
+	int64	   *n = palloc(sizeof(int64) * run->k);
+	double	   *mean_dist = palloc(sizeof(double) * run->k);
+	double	   *mean_norm = palloc(sizeof(double) * run->k);
+
+	for (int64 i = 0; i < run->k; i++)
+	{
+		memcpy(centroids + i * d, run->clusters[i].centroid, sizeof(double) * d);
+		n[i] = run->clusters[i].n;
+		mean_dist[i] = run->clusters[i].stats.value[CV_STAT_MEAN_DIST];
+		mean_norm[i] = run->clusters[i].stats.value[CV_STAT_MEAN_NORM];
+	}
+	globals->set.k = run->k;
+	globals->set.d = d;
+	globals->set.centroids = centroids;
+	globals->set.n = n;
+	globals->set.mean_dist = mean_dist;
+	globals->set.mean_norm = mean_norm;
+	globals->global = palloc(sizeof(double) * d);
+	cv_health_global_centroid(&globals->set, globals->global);
+	globals->global_mean_norm = cv_health_global_mean_norm(&globals->set);
+	if (cv_health_neighbour_prepare(&globals->set, run->params.neighbours, &globals->table) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory preparing the neighbour family of cluster_health")));
+	run->globals = globals;
+}
+
+/* Pass 2 for one cluster: the families after the centroid family. */
+static void
+cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
+{
+	HealthCluster *cluster = &run->clusters[index];
+	CvClusterStats *stats = &cluster->stats;
+	Globals    *globals = (Globals *) run->globals;
+	int			d = run->input.dimensions;
+	uint8	   *side;
+
+	cv_health_finish_centroid(cluster->centroid, globals->global, globals->global_mean_norm,
+							  d, stats);
+	cv_health_neighbour(x, n, d, index, &globals->set, &globals->table, stats);
+	if (run->families == HEALTH_FAMILY_SUMMARY)
+		return;
+	side = palloc(Max(n, 1));
+	cv_health_two_means(x, n, d, side, stats);
+	cv_health_pairwise(x, n, d, n >= 2 ? side : NULL, &run->params, NAN, stats);
+	pfree(side);
+	cv_health_potential(x, n, d, cluster->centroid, run->k, stats);
+	if (cv_health_effective_rank(x, n, d, cluster->centroid, &run->params, stats) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory computing effective_rank of a cluster of %lld members",
+						(long long) n)));
+	if (stats->rank_refused)
+		run->refused++;
+}
+
+static void
+second_pass(HealthRun *run, Chunk *chunk)
+{
+	int			d = run->input.dimensions;
+
+	for (int64 i = 0; i < chunk->clusters; i++)
+	{
+		int64		n;
+		const float *x = chunk_cluster(chunk, i, d, &n);
+
+		cluster_pass(run, chunk->first_cluster + i, x, n);
+		CHECK_FOR_INTERRUPTS();
+		report_progress(run, "pass 2 (all families)", chunk->first_cluster + i + 1, run->k);
+	}
+}
+
+/* Runs both passes; run->clusters then holds one row per cluster. */
+void
+health_run(HealthRun *run)
+{
+	run->started = run->last_report = GetCurrentTimestamp();
+	run->k = 0;
+	if (run->input.rows == 0)
+		return;
+	for_each_chunk(run, true, centroid_pass);
+	prepare_globals(run);
+	for_each_chunk(run, false, second_pass);
+	cv_health_neighbour_free(&((Globals *) run->globals)->table);
+}

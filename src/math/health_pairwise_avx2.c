@@ -1,0 +1,69 @@
+/*
+ * health_pairwise_avx2.c: the AVX2 + FMA Gram micro-kernel of
+ * health_pairwise.c.
+ *
+ * 8 rows of the I panel (two __m256d of four rows) against 6 rows of the J
+ * panel: 12 accumulators, which with the two I loads and a broadcast fill
+ * fifteen of the sixteen ymm registers.  Each lane runs exactly the scalar
+ * kernel's fma() chain.  target("avx2,fma") instead of per-file flags;
+ * dispatch checks both features (cv_pairwise_kernels_for).
+ */
+#include "health_pairwise_variants.h"
+
+#ifdef CV_HAVE_X86_SIMD
+
+#include <immintrin.h>
+
+#define CV_AVX2_FMA __attribute__((target("avx2,fma")))
+
+#define MR 8
+#define NR 6
+
+/* Applies X(col) for the six J columns. */
+#define EACH_COL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+/* Declares and loads the two accumulators of column col. */
+#define LOAD_COL(col) \
+	__m256d		c##col##_0 = _mm256_loadu_pd(c + (col) * ldc); \
+	__m256d		c##col##_1 = _mm256_loadu_pd(c + (col) * ldc + 4);
+
+/* One dimension step of column col: broadcast b, two FMAs. */
+#define STEP_COL(col) \
+	{ \
+		__m256d		bc = _mm256_broadcast_sd(bk + (col)); \
+		c##col##_0 = _mm256_fmadd_pd(a0, bc, c##col##_0); \
+		c##col##_1 = _mm256_fmadd_pd(a1, bc, c##col##_1); \
+	}
+
+/* Stores the two accumulators of column col. */
+#define STORE_COL(col) \
+	_mm256_storeu_pd(c + (col) * ldc, c##col##_0); \
+	_mm256_storeu_pd(c + (col) * ldc + 4, c##col##_1);
+
+/* The kernel contract of health_pairwise_variants.h for mr = 8, nr = 6. */
+static CV_AVX2_FMA void
+kernel_avx2(int kc, const double *a, const double *b, double *c, int ldc)
+{
+	int			k;
+
+	EACH_COL(LOAD_COL)
+	for (k = 0; k < kc; k++)
+	{
+		const double *ak = a + (size_t) k * MR;
+		const double *bk = b + (size_t) k * NR;
+		__m256d		a0 = _mm256_loadu_pd(ak);
+		__m256d		a1 = _mm256_loadu_pd(ak + 4);
+
+		EACH_COL(STEP_COL)
+	}
+	EACH_COL(STORE_COL)
+}
+
+const CvPairwiseKernels cv_pairwise_kernels_avx2 = {
+	.name = "avx2",
+	.mr = MR,
+	.nr = NR,
+	.kernel = kernel_avx2,
+};
+
+#endif							/* CV_HAVE_X86_SIMD */

@@ -1,0 +1,75 @@
+/*
+ * health_pairwise_avx512.c: the AVX-512F Gram micro-kernel of
+ * health_pairwise.c.
+ *
+ * 24 rows of the I panel (three __m512d of eight rows) against 8 rows of
+ * the J panel: 24 accumulators, one per (column, eight rows), advanced one
+ * dimension per step by one fused multiply-add with a broadcast J element.
+ * Per step: 3 loads, 8 broadcasts, 24 FMAs, so the two FMA ports, not the
+ * loads, set the pace.  Each lane runs exactly the scalar kernel's fma()
+ * chain (vfmadd231pd rounds once, as fma() does).  target("avx512f")
+ * instead of per-file flags; dispatch checks the CPU.
+ */
+#include "health_pairwise_variants.h"
+
+#ifdef CV_HAVE_X86_SIMD
+
+#include <immintrin.h>
+
+#define CV_AVX512 __attribute__((target("avx512f")))
+
+#define MR 24
+#define NR 8
+
+/* Applies X(col) for the eight J columns. */
+#define EACH_COL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+/* Declares and loads the three accumulators of column col. */
+#define LOAD_COL(col) \
+	__m512d		c##col##_0 = _mm512_loadu_pd(c + (col) * ldc); \
+	__m512d		c##col##_1 = _mm512_loadu_pd(c + (col) * ldc + 8); \
+	__m512d		c##col##_2 = _mm512_loadu_pd(c + (col) * ldc + 16);
+
+/* One dimension step of column col: broadcast b, three FMAs. */
+#define STEP_COL(col) \
+	{ \
+		__m512d		bc = _mm512_set1_pd(bk[col]); \
+		c##col##_0 = _mm512_fmadd_pd(a0, bc, c##col##_0); \
+		c##col##_1 = _mm512_fmadd_pd(a1, bc, c##col##_1); \
+		c##col##_2 = _mm512_fmadd_pd(a2, bc, c##col##_2); \
+	}
+
+/* Stores the three accumulators of column col. */
+#define STORE_COL(col) \
+	_mm512_storeu_pd(c + (col) * ldc, c##col##_0); \
+	_mm512_storeu_pd(c + (col) * ldc + 8, c##col##_1); \
+	_mm512_storeu_pd(c + (col) * ldc + 16, c##col##_2);
+
+/* The kernel contract of health_pairwise_variants.h for mr = 24, nr = 8. */
+static CV_AVX512 void
+kernel_avx512(int kc, const double *a, const double *b, double *c, int ldc)
+{
+	int			k;
+
+	EACH_COL(LOAD_COL)
+	for (k = 0; k < kc; k++)
+	{
+		const double *ak = a + (size_t) k * MR;
+		const double *bk = b + (size_t) k * NR;
+		__m512d		a0 = _mm512_loadu_pd(ak);
+		__m512d		a1 = _mm512_loadu_pd(ak + 8);
+		__m512d		a2 = _mm512_loadu_pd(ak + 16);
+
+		EACH_COL(STEP_COL)
+	}
+	EACH_COL(STORE_COL)
+}
+
+const CvPairwiseKernels cv_pairwise_kernels_avx512 = {
+	.name = "avx512",
+	.mr = MR,
+	.nr = NR,
+	.kernel = kernel_avx512,
+};
+
+#endif							/* CV_HAVE_X86_SIMD */
