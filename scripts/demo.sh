@@ -153,32 +153,36 @@ SQL
 }
 
 cluster_report() {
-	cv_header "6. Cluster report: the 10 largest clusters, avg(embedding) as centroid"
+	cv_header "6. Cluster health report: cluster_health over every member and every pair"
 	demo_psql <<SQL
-WITH largest AS (
-    SELECT cluster, count(*) AS members, avg(embedding) AS centroid
-    FROM items
-    GROUP BY cluster
-    ORDER BY count(*) DESC, cluster
-    LIMIT 10
-), distances AS (
-    SELECT l.cluster,
-           avg(i.embedding <-> l.centroid) AS mean_dist,
-           max(i.embedding <-> l.centroid) AS max_dist
-    FROM largest AS l
-    JOIN items AS i ON i.cluster = l.cluster
-    GROUP BY l.cluster
-)
-SELECT l.cluster,
-       l.members,
-       round(vector_norm(l.centroid)::numeric, 4) AS centroid_norm,
-       round(d.mean_dist::numeric, 4) AS mean_dist_to_centroid,
-       round(d.max_dist::numeric, 4) AS max_dist_to_centroid,
-       round((l.centroid <-> c.centre::cvec)::numeric, 4) AS centroid_to_true_centre
-FROM largest AS l
-JOIN distances AS d ON d.cluster = l.cluster
-JOIN centres AS c ON c.cluster = l.cluster
-ORDER BY l.members DESC, l.cluster;
+\\timing on
+CREATE TEMP TABLE health AS SELECT * FROM cluster_health('items', 'cluster', 'embedding');
+\\timing off
+\\echo
+\\echo '--- the 10 largest clusters (a selection of the 38 columns)'
+SELECT cluster, n,
+       round(mean_dist::numeric, 3) AS mean_dist, round(radius::numeric, 3) AS radius,
+       round(cohesion::numeric, 4) AS cohesion, round(split_gain::numeric, 3) AS split_gain,
+       round(mean_pairwise_dist::numeric, 3) AS mean_pair_dist,
+       round(redundancy::numeric, 4) AS redundancy,
+       nearest_cluster AS nearest, round(nearest_dist::numeric, 3) AS nearest_dist,
+       round(db_ratio::numeric, 3) AS db_ratio,
+       round(neighbour_relevance::numeric, 3) AS relevance,
+       round(centroid_silhouette::numeric, 3) AS silhouette,
+       round(effective_rank::numeric, 1) AS eff_rank
+FROM health ORDER BY n DESC, cluster LIMIT 10;
+\\echo
+\\echo '--- every column of the largest cluster'
+\\x on
+SELECT * FROM health ORDER BY n DESC, cluster LIMIT 1;
+\\x off
+\\echo
+\\echo '--- cluster_health_summary: the whole clustering'
+SELECT k, n, round(davies_bouldin::numeric, 4) AS davies_bouldin,
+       round(calinski_harabasz::numeric, 1) AS calinski_harabasz,
+       round(cohesion::numeric, 4) AS cohesion,
+       round(centroid_silhouette::numeric, 4) AS centroid_silhouette
+FROM cluster_health_summary('items', 'cluster', 'embedding');
 SQL
 }
 

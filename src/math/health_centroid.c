@@ -48,97 +48,95 @@ typedef struct MemberParts
 	double		norm_sq;		/* ||x||^2 */
 } MemberParts;
 
-/* ||x||^2 in float64; four partial sums so the adds do not wait on each other. */
+/*
+ * The row helpers below keep LANES partial sums and index with size_t: the
+ * adds do not wait on each other, and GCC turns the fixed inner loops into
+ * SSE2 operations at -O2 without reassociating anything (an int index under
+ * PostgreSQL's -fwrapv defeats its address analysis).
+ */
+#define LANES 4
+
+/* ||x||^2 in float64. */
 static double
 norm_sq_of(const float *x, int d)
 {
-	double		s0 = 0,
-				s1 = 0,
-				s2 = 0,
-				s3 = 0;
-	int			j = 0;
+	double		acc[LANES] = {0};
+	size_t		n = (size_t) d,
+				j = 0,
+				l;
 
-	for (; j + 4 <= d; j += 4)
-	{
-		s0 += (double) x[j] * x[j];
-		s1 += (double) x[j + 1] * x[j + 1];
-		s2 += (double) x[j + 2] * x[j + 2];
-		s3 += (double) x[j + 3] * x[j + 3];
-	}
-	for (; j < d; j++)
-		s0 += (double) x[j] * x[j];
-	return (s0 + s1) + (s2 + s3);
+	for (; j + LANES <= n; j += LANES)
+		for (l = 0; l < LANES; l++)
+			acc[l] += (double) x[j + l] * x[j + l];
+	for (; j < n; j++)
+		acc[0] += (double) x[j] * x[j];
+	return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-/*
- * Distance, dot and norm of one member against c, in one read of the row.
- * Four partial sums each: the adds do not wait on each other, and pairs of
- * them become SSE2 operations without any reassociation by the compiler.
- */
+/* Distance, dot and norm of one member against c, in one read of the row. */
 static MemberParts
 member_parts(const float *x, const double *c, int d)
 {
-	double		dd0 = 0, dd1 = 0, dd2 = 0, dd3 = 0;
-	double		dt0 = 0, dt1 = 0, dt2 = 0, dt3 = 0;
-	double		nn0 = 0, nn1 = 0, nn2 = 0, nn3 = 0;
+	double		dd[LANES] = {0},
+				dt[LANES] = {0},
+				nn[LANES] = {0};
+	size_t		n = (size_t) d,
+				j = 0,
+				l;
 	MemberParts p;
-	int			j = 0;
 
-	for (; j + 4 <= d; j += 4)
+	for (; j + LANES <= n; j += LANES)
+		for (l = 0; l < LANES; l++)
+		{
+			double		xl = x[j + l];
+			double		e = xl - c[j + l];
+
+			dd[l] += e * e;
+			dt[l] += xl * c[j + l];
+			nn[l] += xl * xl;
+		}
+	for (; j < n; j++)
 	{
-		double		x0 = x[j], x1 = x[j + 1], x2 = x[j + 2], x3 = x[j + 3];
-		double		e0 = x0 - c[j], e1 = x1 - c[j + 1], e2 = x2 - c[j + 2], e3 = x3 - c[j + 3];
+		double		xl = x[j];
+		double		e = xl - c[j];
 
-		dd0 += e0 * e0, dd1 += e1 * e1, dd2 += e2 * e2, dd3 += e3 * e3;
-		dt0 += x0 * c[j], dt1 += x1 * c[j + 1], dt2 += x2 * c[j + 2], dt3 += x3 * c[j + 3];
-		nn0 += x0 * x0, nn1 += x1 * x1, nn2 += x2 * x2, nn3 += x3 * x3;
+		dd[0] += e * e;
+		dt[0] += xl * c[j];
+		nn[0] += xl * xl;
 	}
-	for (; j < d; j++)
-	{
-		double		x0 = x[j];
-		double		e0 = x0 - c[j];
-
-		dd0 += e0 * e0;
-		dt0 += x0 * c[j];
-		nn0 += x0 * x0;
-	}
-	p.dist_sq = (dd0 + dd1) + (dd2 + dd3);
-	p.dot = (dt0 + dt1) + (dt2 + dt3);
-	p.norm_sq = (nn0 + nn1) + (nn2 + nn3);
+	p.dist_sq = (dd[0] + dd[1]) + (dd[2] + dd[3]);
+	p.dot = (dt[0] + dt[1]) + (dt[2] + dt[3]);
+	p.norm_sq = (nn[0] + nn[1]) + (nn[2] + nn[3]);
 	return p;
 }
 
-/* sum += x - x1 elementwise in float64, four at a time so pairs become SSE2 operations. */
+/* sum += x - x1 elementwise, in float64. */
 static void
 add_difference(double *restrict sum, const float *restrict x, const float *restrict x1, int d)
 {
-	int			j = 0;
+	size_t		n = (size_t) d,
+				j = 0,
+				l;
 
-	for (; j + 4 <= d; j += 4)
-	{
-		sum[j] += (double) x[j] - (double) x1[j];
-		sum[j + 1] += (double) x[j + 1] - (double) x1[j + 1];
-		sum[j + 2] += (double) x[j + 2] - (double) x1[j + 2];
-		sum[j + 3] += (double) x[j + 3] - (double) x1[j + 3];
-	}
-	for (; j < d; j++)
+	for (; j + LANES <= n; j += LANES)
+		for (l = 0; l < LANES; l++)
+			sum[j + l] += (double) x[j + l] - (double) x1[j + l];
+	for (; j < n; j++)
 		sum[j] += (double) x[j] - (double) x1[j];
 }
 
-/* sum += x * scale elementwise in float64, four at a time. */
+/* sum += x * scale elementwise, in float64. */
 static void
 add_scaled(double *restrict sum, const float *restrict x, double scale, int d)
 {
-	int			j = 0;
+	size_t		n = (size_t) d,
+				j = 0,
+				l;
 
-	for (; j + 4 <= d; j += 4)
-	{
-		sum[j] += (double) x[j] * scale;
-		sum[j + 1] += (double) x[j + 1] * scale;
-		sum[j + 2] += (double) x[j + 2] * scale;
-		sum[j + 3] += (double) x[j + 3] * scale;
-	}
-	for (; j < d; j++)
+	for (; j + LANES <= n; j += LANES)
+		for (l = 0; l < LANES; l++)
+			sum[j + l] += (double) x[j + l] * scale;
+	for (; j < n; j++)
 		sum[j] += (double) x[j] * scale;
 }
 
@@ -347,16 +345,16 @@ set_shape_columns(const DistMoments *dm, double s, CvClusterStats *out)
 	cv_stat_set(out, CV_STAT_KURTOSIS, (dm->m4 / n) / (m2 * m2) - 3.0);
 }
 
-/* The columns of section 1 for an empty cluster: only n is known. */
+/* The columns of section 1 for an empty cluster (or d < 1): only n is known. */
 static void
-set_empty(int d, double *centroid, CvClusterStats *out)
+set_empty(int64_t n, int d, double *centroid, CvClusterStats *out)
 {
 	CvStat		col;
 
 	memset(centroid, 0, sizeof(double) * (d > 0 ? d : 0));
 	for (col = CV_STAT_N; col <= CV_STAT_EMBEDDING_QUALITY; col++)
 		cv_stat_null(out, col);
-	cv_stat_set(out, CV_STAT_N, 0);
+	cv_stat_set(out, CV_STAT_N, (double) (n > 0 ? n : 0));
 	out->collapsed = true;
 }
 
@@ -407,7 +405,7 @@ cv_health_centroid(const float *x, int64_t n, int d, const CvHealthParams *param
 
 	if (n < 1 || d < 1)
 	{
-		set_empty(d, centroid, out);
+		set_empty(n, d, centroid, out);
 		return;
 	}
 	scratch = scratch_alloc(n, d);
