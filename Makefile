@@ -18,17 +18,21 @@ IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/validate.o src/ivf/introspect.o
 HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
 	src/health/aggregate.o
-OBJS = src/clustervec.o $(TYPE_OBJS) $(IVF_OBJS) $(HEALTH_OBJS) $(MATH_OBJS)
+WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/client.o \
+	src/worker/sql.o src/search/exact.o
+OBJS = src/clustervec.o $(TYPE_OBJS) $(IVF_OBJS) $(HEALTH_OBJS) $(WORKER_OBJS) \
+	$(MATH_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
-	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cluster_health
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cluster_health gpu_cpu_path
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
 
 # One reduction order for every SIMD variant: no contracted multiply-adds
 # (in CPPFLAGS so the LLVM bitcode gets it too).
 # PostgreSQL's headers are not -Wextra clean: read them as system headers.
-PG_CPPFLAGS = -I$(srcdir)/src -isystem $(includedir_server) -ffp-contract=off
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/cuda/include -isystem $(includedir_server) \
+	-ffp-contract=off
 PG_CFLAGS = -Wall -Wextra
 
 PG_CONFIG ?= pg_config
@@ -45,6 +49,12 @@ endif
 
 ifneq ($(NVCC),)
 include cuda/cuda.mk
+endif
+
+# The CPU implementation of the same library, built everywhere, so CI runs
+# the whole worker and protocol path without a GPU.
+ifneq ($(wildcard $(srcdir)/cuda/cpu.mk),)
+include cuda/cpu.mk
 endif
 
 .PHONY: unittest bench

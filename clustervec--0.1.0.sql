@@ -302,3 +302,20 @@ CREATE AGGREGATE cluster_stats(cvec) (
 	COMBINEFUNC = cluster_stats_combine,
 	PARALLEL = SAFE
 );
+
+-- the GPU worker --------------------------------------------------------------
+
+CREATE FUNCTION clustervec_gpu_info(
+	OUT worker_state text, OUT backend text, OUT reason text, OUT device_name text,
+	OUT compute_capability text, OUT memory_total bigint, OUT memory_free bigint,
+	OUT mirrors int, OUT mirror_bytes bigint, OUT gpu_requests bigint, OUT cpu_fallbacks bigint)
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL SAFE;
+
+CREATE FUNCTION clustervec_gpu_ping(payload_bytes int) RETURNS float8
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+-- Exact k-NN (L2) over the rows the caller can see; served by the GPU worker
+-- under clustervec.gpu = auto/require, by the backend otherwise.
+CREATE FUNCTION cvsearch_exact(source regclass, vector_column name, queries cvec[], k int)
+	RETURNS TABLE(query_no int, rank int, tid tid, distance float8)
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;

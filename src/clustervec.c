@@ -5,11 +5,13 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "compat.h"
 #include "ivf/ivf.h"
+#include "worker/worker.h"
 #include "math/distance.h"
 
 PG_MODULE_MAGIC;
@@ -66,6 +68,9 @@ _PG_init(void)
 	define_settings();
 	cvivf_define_settings();
 	cv_health_define_settings();
+	cv_gpu_define_settings();
+	if (process_shared_preload_libraries_in_progress)
+		cv_gpu_preload();
 	MarkGUCPrefixReserved("clustervec");
 }
 

@@ -213,6 +213,23 @@ typedef struct Globals
 	CvNeighbourTable table;
 } Globals;
 
+/* The neighbour table is malloc'ed by src/math: free it with the memory context, even after an ERROR. */
+static void
+free_neighbour_table(void *arg)
+{
+	cv_health_neighbour_free(&((Globals *) arg)->table);
+}
+
+static void
+register_table_cleanup(Globals *globals)
+{
+	MemoryContextCallback *callback = palloc(sizeof(MemoryContextCallback));
+
+	callback->func = free_neighbour_table;
+	callback->arg = globals;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
+}
+
 static void
 prepare_globals(HealthRun *run)
 {
@@ -244,6 +261,7 @@ prepare_globals(HealthRun *run)
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory preparing the neighbour family of cluster_health")));
 	run->globals = globals;
+	register_table_cleanup(globals);
 }
 
 /* Pass 2 for one cluster: the families after the centroid family. */
@@ -302,5 +320,4 @@ health_run(HealthRun *run)
 	for_each_chunk(run, true, centroid_pass);
 	prepare_globals(run);
 	for_each_chunk(run, false, second_pass);
-	cv_health_neighbour_free(&((Globals *) run->globals)->table);
 }

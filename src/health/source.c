@@ -36,26 +36,6 @@ typedef struct Reader
 	int			first_dims_row_desc;
 } Reader;
 
-/* Whether a type is this library's cvec, whatever its schema: its input function is ours. */
-static bool
-is_cvec_type(Oid type)
-{
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	char		typdelim;
-	Oid			typioparam;
-	Oid			typinput;
-	FmgrInfo	input;
-
-	get_type_io_data(type, IOFunc_input, &typlen, &typbyval, &typalign, &typdelim,
-					 &typioparam, &typinput);
-	if (!OidIsValid(typinput))
-		return false;
-	fmgr_info(typinput, &input);
-	return input.fn_addr == cvec_in;
-}
-
 static bool
 is_integer_type(Oid type)
 {
@@ -80,7 +60,7 @@ check_types(Reader *reader, TupleDesc desc, const char *what)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("cluster labels of %s must be an integer type or text, not %s",
 						what, format_type_be(label))));
-	if (!is_cvec_type(vector))
+	if (!cvec_is_cvec_type(vector))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("vectors of %s must be of type cvec, not %s", what, format_type_be(vector)),

@@ -6,6 +6,8 @@
 
 #include <math.h>
 
+#include "utils/lsyscache.h"
+
 #include "type/cvec.h"
 
 /* A zeroed cvec of dim elements; the caller has checked dim. */
@@ -91,4 +93,24 @@ cvec_check_result_finite(const CVec *result)
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("value out of range: overflow"),
 					 errdetail("Element %d of the result overflows float4.", i + 1)));
+}
+
+/* Whether a type is this library's cvec, whatever its schema: its input function is ours. */
+bool
+cvec_is_cvec_type(Oid type)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	char		typdelim;
+	Oid			typioparam;
+	Oid			typinput;
+	FmgrInfo	input;
+
+	get_type_io_data(type, IOFunc_input, &typlen, &typbyval, &typalign, &typdelim,
+					 &typioparam, &typinput);
+	if (!OidIsValid(typinput))
+		return false;
+	fmgr_info(typinput, &input);
+	return input.fn_addr == cvec_in;
 }

@@ -347,7 +347,6 @@ def pairwise_columns(X, out, aux, dup_cos, sigma_bins, entropy_bins):
     P = len(pd)
     radius = out["radius"]
     collapsed = aux["collapsed"]
-    scale = out["mean_norm"]
     items = aux.setdefault("items", {})
     out["mean_pairwise_dist"] = float(pd.mean())
     out["mean_pairwise_cos"] = float(pc.mean())

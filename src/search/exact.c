@@ -1,0 +1,400 @@
+/*
+ * exact.c: cvsearch_exact, exact batch k-nearest-neighbour search (L2) over
+ * the rows of a table visible to the caller.  The backend scans the heap
+ * under its snapshot; each chunk of rows goes to the GPU worker (or the CPU
+ * path) with a group of queries, and the per-chunk best k are merged per
+ * query.  Both paths compute the same float64 distance bit for bit, and ties
+ * go to the smaller TID, so their answers are identical.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/heapam.h"
+#include "access/relscan.h"
+#include "access/tableam.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#include "math/distance.h"
+#include "type/cvec.h"
+#include "worker/protocol.h"
+#include "worker/worker.h"
+
+PG_FUNCTION_INFO_V1(cvsearch_exact);
+
+#define EXACT_MAX_K 10000
+#define GPU_MAX_K 1024
+#define CPU_CHUNK_ROWS 4096
+
+typedef struct Hit
+{
+	double		distance;
+	ItemPointerData tid;
+} Hit;
+
+/* A query's best k so far: a max-heap, the worst hit at the root. */
+typedef struct TopK
+{
+	Hit		   *hits;
+	int			count;
+	int			k;
+} TopK;
+
+typedef struct Search
+{
+	int			dims;
+	int			nq;
+	int			k;
+	float	   *queries;		/* nq x dims */
+	TopK	   *best;			/* nq */
+	bool		use_gpu;
+	/* the chunk being filled */
+	float	   *rows;
+	ItemPointerData *tids;
+	int64		chunk_rows;
+	int64		count;
+	int			group;			/* queries per GPU request */
+} Search;
+
+/* Result order: ascending distance, then ascending TID. */
+static inline bool
+hit_before(const Hit *a, const Hit *b)
+{
+	if (a->distance != b->distance)
+		return a->distance < b->distance;
+	return ItemPointerCompare((ItemPointer) &a->tid, (ItemPointer) &b->tid) < 0;
+}
+
+static void
+sift_down(TopK *top, int i)
+{
+	for (;;)
+	{
+		int			worst = i,
+					l = 2 * i + 1,
+					r = 2 * i + 2;
+		Hit			swap;
+
+		if (l < top->count && hit_before(&top->hits[worst], &top->hits[l]))
+			worst = l;
+		if (r < top->count && hit_before(&top->hits[worst], &top->hits[r]))
+			worst = r;
+		if (worst == i)
+			return;
+		swap = top->hits[i];
+		top->hits[i] = top->hits[worst];
+		top->hits[worst] = swap;
+		i = worst;
+	}
+}
+
+static void
+offer(TopK *top, double distance, ItemPointer tid)
+{
+	Hit			hit = {distance, *tid};
+
+	if (top->count < top->k)
+	{
+		int			i = top->count++;
+
+		top->hits[i] = hit;
+		while (i > 0 && hit_before(&top->hits[(i - 1) / 2], &top->hits[i]))
+		{
+			Hit			swap = top->hits[i];
+
+			top->hits[i] = top->hits[(i - 1) / 2];
+			top->hits[(i - 1) / 2] = swap;
+			i = (i - 1) / 2;
+		}
+	}
+	else if (hit_before(&hit, &top->hits[0]))
+	{
+		top->hits[0] = hit;
+		sift_down(top, 0);
+	}
+}
+
+/* The CPU path for the chunk: queries [first, nq) against every row. */
+static void
+chunk_on_cpu(Search *s, int first)
+{
+	for (int q = first; q < s->nq; q++)
+		for (int64 r = 0; r < s->count; r++)
+			offer(&s->best[q], sqrt(cv_distance->l2_squared(s->queries + (Size) q * s->dims,
+															s->rows + r * s->dims, s->dims)),
+				  &s->tids[r]);
+}
+
+/* Sends the chunk with queries [first, first + n) to the worker; false on failure. */
+static bool
+group_on_gpu(Search *s, int first, int n, CvGpuError *error)
+{
+	CvGpuRequest request = {-1, -1, NULL, 0};
+	Size		query_bytes = sizeof(float) * (Size) n * s->dims;
+	Size		row_bytes = sizeof(float) * (Size) s->count * s->dims;
+	int64		args[4] = {s->count, s->dims, n, s->k};
+	long long  *index;
+	double	   *distance;
+	bool		ok;
+
+	cv_gpu_begin(&request, CV_OP_KNN_EXACT, true);
+	memcpy(request.payload, s->queries + (Size) first * s->dims, query_bytes);
+	memcpy(request.payload + query_bytes, s->rows, row_bytes);
+	ok = cv_gpu_run(&request, args, 4, query_bytes + row_bytes, error, NULL);
+	if (ok)
+	{
+		index = (long long *) (request.payload + query_bytes + row_bytes);
+		distance = (double *) (index + (Size) n * s->k);
+		for (int q = 0; q < n; q++)
+			for (int r = 0; r < s->k; r++)
+			{
+				long long	i = index[(Size) q * s->k + r];
+
+				if (i >= 0 && i < s->count)
+					offer(&s->best[first + q], distance[(Size) q * s->k + r], &s->tids[i]);
+			}
+	}
+	cv_gpu_end(&request);
+	return ok;
+}
+
+/* One chunk through the worker, falling back to the CPU under "auto". */
+static void
+process_chunk(Search *s)
+{
+	CvGpuError	error;
+	int			first = 0;
+
+	if (s->count == 0)
+		return;
+	for (; s->use_gpu && first < s->nq; first += s->group)
+		if (!group_on_gpu(s, first, Min(s->group, s->nq - first), &error))
+		{
+			if (cv_gpu_mode == CV_GPU_REQUIRE)
+				ereport(ERROR,
+						(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+						 errmsg("the GPU worker failed cvsearch_exact: %s", error.message)));
+			cv_gpu_count_fallback();
+			s->use_gpu = false;	/* the rest of this search stays on the CPU */
+			break;
+		}
+	if (!s->use_gpu)
+		chunk_on_cpu(s, first);	/* queries the worker has not answered for this chunk */
+	s->count = 0;
+}
+
+/* Sizes the chunk: on the GPU it and a group of queries fill one staging buffer. */
+static void
+plan_chunks(Search *s)
+{
+	Size		per_query = sizeof(float) * (Size) s->dims + 16 * (Size) s->k;
+
+	s->chunk_rows = CPU_CHUNK_ROWS;
+	if (s->use_gpu)
+	{
+		s->group = (int) Max(1, Min((Size) s->nq, (CV_GPU_STAGING_BYTES / 2) / per_query));
+		s->chunk_rows = (CV_GPU_STAGING_BYTES - (Size) s->group * per_query) /
+			(sizeof(float) * (Size) s->dims);
+		if (s->chunk_rows < 1)
+			s->use_gpu = false;
+	}
+	if (!s->use_gpu)
+		s->chunk_rows = CPU_CHUNK_ROWS;
+	s->rows = palloc_extended(sizeof(float) * s->dims * s->chunk_rows, MCXT_ALLOC_HUGE);
+	s->tids = palloc_extended(sizeof(ItemPointerData) * s->chunk_rows, MCXT_ALLOC_HUGE);
+}
+
+/* Reads the queries: non-empty, no NULL, one dimension count. */
+static void
+read_queries(Search *s, ArrayType *array)
+{
+	Datum	   *values;
+	bool	   *nulls;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("queries must be a one-dimensional array")));
+	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
+					  &values, &nulls, &s->nq);
+	s->queries = NULL;
+	for (int q = 0; q < s->nq; q++)
+	{
+		CVec	   *v;
+
+		if (nulls[q])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("query %d is NULL", q + 1)));
+		v = DatumGetCVec(values[q]);
+		if (q == 0)
+		{
+			s->dims = v->dim;
+			s->queries = palloc_extended(sizeof(float) * s->dims * s->nq, MCXT_ALLOC_HUGE);
+		}
+		else if (v->dim != s->dims)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("different cvec dimensions %d and %d in queries", s->dims, v->dim)));
+		memcpy(s->queries + (Size) q * s->dims, v->x, sizeof(float) * s->dims);
+	}
+}
+
+/* The vector column's number, checking it exists and holds cvec. */
+static AttrNumber
+vector_attribute(Relation rel, const char *column)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), column);
+	Oid			type;
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" does not exist in relation \"%s\"",
+						column, RelationGetRelationName(rel))));
+	type = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+	if (!cvec_is_cvec_type(type))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" has type %s, not cvec", column, format_type_be(type))));
+	return attnum;
+}
+
+/* Only rows the caller may see: privileges checked, row security not bypassed. */
+static Relation
+open_source(Oid relid)
+{
+	Relation	rel;
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(relid))));
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cvsearch_exact does not support tables with row-level security")));
+	rel = table_open(relid, AccessShareLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table or materialized view", RelationGetRelationName(rel))));
+	return rel;
+}
+
+/* Scans the visible rows in TID order (no synchronized scan) through the chunks. */
+static void
+scan_rows(Search *s, Relation rel, AttrNumber attnum)
+{
+	TableScanDesc scan = table_beginscan_strat(rel, GetActiveSnapshot(), 0, NULL, true, false);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	bool		isnull;
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		Datum		value = slot_getattr(slot, attnum, &isnull);
+		CVec	   *v;
+
+		if (isnull)
+			continue;
+		v = DatumGetCVec(value);
+		if (v->dim != s->dims)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("different cvec dimensions: the queries have %d, row (%u,%u) has %d",
+							s->dims, ItemPointerGetBlockNumber(&slot->tts_tid),
+							ItemPointerGetOffsetNumber(&slot->tts_tid), v->dim)));
+		memcpy(s->rows + s->count * s->dims, v->x, sizeof(float) * s->dims);
+		s->tids[s->count++] = slot->tts_tid;
+		if ((Pointer) v != DatumGetPointer(value))
+			pfree(v);
+		if (s->count == s->chunk_rows)
+		{
+			process_chunk(s);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	process_chunk(s);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+}
+
+static int
+compare_hits(const void *a, const void *b)
+{
+	return hit_before(a, b) ? -1 : (hit_before(b, a) ? 1 : 0);
+}
+
+static void
+emit_results(FunctionCallInfo fcinfo, Search *s)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int q = 0; q < s->nq; q++)
+	{
+		TopK	   *top = &s->best[q];
+
+		qsort(top->hits, top->count, sizeof(Hit), compare_hits);
+		for (int r = 0; r < top->count; r++)
+		{
+			Datum		values[4];
+			bool		nulls[4] = {0};
+
+			values[0] = Int32GetDatum(q + 1);
+			values[1] = Int32GetDatum(r + 1);
+			values[2] = PointerGetDatum(&top->hits[r].tid);
+			values[3] = Float8GetDatum(top->hits[r].distance);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+}
+
+Datum
+cvsearch_exact(PG_FUNCTION_ARGS)
+{
+	Search		s = {0};
+	Relation	rel;
+	AttrNumber	attnum;
+
+	s.k = PG_GETARG_INT32(3);
+	if (s.k < 1 || s.k > EXACT_MAX_K)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be between 1 and %d", EXACT_MAX_K)));
+	read_queries(&s, PG_GETARG_ARRAYTYPE_P(2));
+	if (s.nq == 0)
+	{
+		InitMaterializedSRF(fcinfo, 0);
+		return (Datum) 0;
+	}
+	rel = open_source(PG_GETARG_OID(0));
+	attnum = vector_attribute(rel, NameStr(*PG_GETARG_NAME(1)));
+	s.best = palloc(sizeof(TopK) * s.nq);
+	for (int q = 0; q < s.nq; q++)
+	{
+		s.best[q].k = s.k;
+		s.best[q].count = 0;
+		s.best[q].hits = palloc(sizeof(Hit) * s.k);
+	}
+	s.use_gpu = s.k <= GPU_MAX_K && cv_gpu_should_use();
+	plan_chunks(&s);
+	scan_rows(&s, rel, attnum);
+	table_close(rel, AccessShareLock);
+	emit_results(fcinfo, &s);
+	return (Datum) 0;
+}

@@ -1,0 +1,403 @@
+/*
+ * worker.c: the clustervec GPU worker, the one process that touches CUDA.
+ *
+ * It attaches to shared catalogs only, opens clustervec.gpu_library with
+ * dlopen (all signals blocked around dlopen and context creation, so CUDA's
+ * threads never run PostgreSQL's handlers), creates the staging DSM segment
+ * and registers it with the driver once, then serves the request ring.  A
+ * missing library, driver or device leaves it up and "unavailable".  A bad
+ * request fails that request only; a sticky CUDA error fails the requests in
+ * flight and exits with proc_exit(1), and the postmaster restarts it.
+ */
+#include "postgres.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+
+#include "clustervec_cuda.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "worker/protocol.h"
+#include "worker/worker.h"
+
+/* The library's entry points, resolved once. */
+typedef struct CudaLibrary
+{
+	void	   *handle;
+	int			(*abi_version) (void);
+	const char *(*backend_name) (void);
+	CvCudaStatus (*init) (int, CvCudaDeviceInfo *, CvCudaError *);
+	CvCudaStatus (*memory_info) (unsigned long long *, unsigned long long *, CvCudaError *);
+	CvCudaStatus (*host_register) (void *, size_t, CvCudaError *);
+	CvCudaStatus (*echo) (void *, size_t, CvCudaError *);
+	CvCudaStatus (*knn_exact) (const float *, long long, int, const float *, int, int,
+							   long long *, double *, CvCudaError *);
+} CudaLibrary;
+
+static CudaLibrary library;
+static dsm_segment *staging_segment = NULL;
+
+/* Publishes the worker's state and why, under the mutex. */
+static void
+set_state(CvGpuWorkerState state, const char *backend, const char *reason)
+{
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	cv_gpu_shared->worker_state = state;
+	if (backend)
+		strlcpy(cv_gpu_shared->backend, backend, sizeof(cv_gpu_shared->backend));
+	if (reason)
+		strlcpy(cv_gpu_shared->reason, reason, sizeof(cv_gpu_shared->reason));
+	SpinLockRelease(&cv_gpu_shared->mutex);
+}
+
+static void
+wake_owner(int procno)
+{
+	if (procno >= 0)
+		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
+/* On any exit: fail what is in flight, so no backend waits for an answer. */
+static void
+fail_requests_on_exit(int code, Datum arg pg_attribute_unused())
+{
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	cv_gpu_shared->worker_state = CV_WORKER_EXITED;
+	cv_gpu_shared->worker_procno = -1;
+	cv_gpu_shared->worker_pid = 0;
+	cv_gpu_shared->staging_handle = DSM_HANDLE_INVALID;
+	strlcpy(cv_gpu_shared->reason, "the GPU worker exited; the postmaster restarts it",
+			sizeof(cv_gpu_shared->reason));
+	for (int i = 0; i < CV_GPU_SLOTS; i++)
+	{
+		CvGpuSlot  *slot = &cv_gpu_shared->slots[i];
+
+		if (slot->state == CV_SLOT_SUBMITTED || slot->state == CV_SLOT_RUNNING)
+		{
+			slot->state = CV_SLOT_DONE;
+			slot->error.code = CV_GPU_ERR_WORKER_EXITED;
+			snprintf(slot->error.message, CV_GPU_ERROR_LEN,
+					 "the clustervec GPU worker exited with code %d during the request", code);
+			wake_owner(slot->owner_procno);
+		}
+		else if (slot->state == CV_SLOT_ABANDONED)
+			slot->state = CV_SLOT_FREE;
+	}
+	cv_gpu_shared->staging_in_use = 0;
+	SpinLockRelease(&cv_gpu_shared->mutex);
+}
+
+/* '$libdir/name' -> pkglib_path/name.so, as the dynamic loader would read it. */
+static char *
+library_path(const char *setting)
+{
+	const char *rest = setting;
+	char	   *path;
+
+	if (strncmp(setting, "$libdir", 7) == 0)
+		rest = setting + 7;
+	path = rest == setting ? pstrdup(setting) : psprintf("%s%s", pkglib_path, rest);
+	if (strchr(last_dir_separator(path) ? last_dir_separator(path) : path, '.') == NULL)
+		path = psprintf("%s%s", path, DLSUFFIX);
+	return path;
+}
+
+/* Fails requests that raced with the worker becoming unavailable. */
+static void
+fail_unavailable_requests(void)
+{
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	for (int i = 0; i < CV_GPU_SLOTS; i++)
+	{
+		CvGpuSlot  *slot = &cv_gpu_shared->slots[i];
+
+		if (slot->state == CV_SLOT_SUBMITTED)
+		{
+			slot->state = CV_SLOT_DONE;
+			slot->error.code = CVCUDA_NO_DEVICE;
+			strlcpy(slot->error.message, cv_gpu_shared->reason, CV_GPU_ERROR_LEN);
+			wake_owner(slot->owner_procno);
+		}
+	}
+	SpinLockRelease(&cv_gpu_shared->mutex);
+}
+
+static void *
+resolve(const char *name)
+{
+	void	   *symbol = dlsym(library.handle, name);
+
+	if (symbol == NULL)
+		ereport(LOG, (errmsg("clustervec GPU library lacks %s", name)));
+	return symbol;
+}
+
+/* dlopen and context creation with every signal blocked; returns a reason on failure. */
+static char *
+open_library(CvCudaDeviceInfo *info)
+{
+	sigset_t	all,
+				old;
+	char	   *path = library_path(cv_gpu_library);
+	CvCudaError err = {0};
+	CvCudaStatus status;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	library.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (library.handle == NULL)
+	{
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return psprintf("cannot open %s: %s", path, dlerror());
+	}
+	library.abi_version = resolve("cvcuda_abi_version");
+	library.backend_name = resolve("cvcuda_backend_name");
+	library.init = resolve("cvcuda_init");
+	library.memory_info = resolve("cvcuda_memory_info");
+	library.host_register = resolve("cvcuda_host_register");
+	library.echo = resolve("cvcuda_echo");
+	library.knn_exact = resolve("cvcuda_knn_exact");
+	if (!library.abi_version || !library.backend_name || !library.init ||
+		!library.memory_info || !library.host_register || !library.echo || !library.knn_exact)
+	{
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return psprintf("%s is not a clustervec GPU library of this version", path);
+	}
+	if (library.abi_version() != CVCUDA_ABI_VERSION)
+	{
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return psprintf("%s has ABI version %d, this build needs %d",
+						path, library.abi_version(), CVCUDA_ABI_VERSION);
+	}
+	status = library.init(cv_gpu_device, info, &err);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (status != CVCUDA_OK)
+		return psprintf("%s: %s", path, err.message);
+	return NULL;
+}
+
+/* The staging area: one DSM segment, registered with the driver once. */
+static char *
+create_staging(void)
+{
+	Size		bytes = CV_GPU_STAGING_BUFFERS * CV_GPU_STAGING_BYTES;
+	CvCudaError err = {0};
+
+	staging_segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (staging_segment == NULL)
+		return pstrdup("no dynamic shared memory segment left for the staging area");
+	dsm_pin_mapping(staging_segment);
+	if (library.host_register(dsm_segment_address(staging_segment), bytes, &err) != CVCUDA_OK)
+		return psprintf("cannot register the staging area: %s", err.message);
+	return NULL;
+}
+
+/* Publishes the device the worker serves. */
+static void
+publish_device(const CvCudaDeviceInfo *info)
+{
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	strlcpy(cv_gpu_shared->device_name, info->name, sizeof(cv_gpu_shared->device_name));
+	snprintf(cv_gpu_shared->compute_capability, sizeof(cv_gpu_shared->compute_capability),
+			 "%d.%d", info->compute_major, info->compute_minor);
+	cv_gpu_shared->memory_total = info->total_memory;
+	cv_gpu_shared->staging_handle = dsm_segment_handle(staging_segment);
+	cv_gpu_shared->staging_in_use = 0;
+	SpinLockRelease(&cv_gpu_shared->mutex);
+}
+
+/* Checks a request's sizes against its staging buffer; NULL when it is well formed. */
+static const char *
+check_knn_request(const CvGpuSlot *slot)
+{
+	int64		rows = slot->args[0],
+				dims = slot->args[1],
+				nq = slot->args[2],
+				k = slot->args[3];
+	double		bytes;
+
+	if (rows < 0 || dims < 1 || nq < 1 || k < 1 || slot->staging < 0)
+		return "k-NN request with invalid sizes";
+	bytes = (double) nq * dims * 4 + (double) rows * dims * 4 + (double) nq * k * 16;
+	if (bytes > CV_GPU_STAGING_BYTES)
+		return "k-NN request larger than its staging buffer";
+	return NULL;
+}
+
+/* Runs one request; fills the slot's error record. */
+static CvCudaStatus
+execute(CvGpuSlot *slot)
+{
+	char	   *payload = slot->staging >= 0 ?
+		(char *) dsm_segment_address(staging_segment) + (Size) slot->staging * CV_GPU_STAGING_BYTES : NULL;
+	CvCudaError err = {0};
+	CvCudaStatus status = CVCUDA_INVALID_ARGUMENT;
+	const char *bad = NULL;
+
+	if (slot->opcode == CV_OP_PING)
+	{
+		if (slot->payload_bytes > 0 && (payload == NULL || slot->payload_bytes > CV_GPU_STAGING_BYTES))
+			bad = "ping payload larger than its staging buffer";
+		else
+			status = library.echo(payload, slot->payload_bytes, &err);
+	}
+	else if (slot->opcode == CV_OP_KNN_EXACT)
+	{
+		if ((bad = check_knn_request(slot)) == NULL)
+		{
+			int64		dims = slot->args[1],
+						nq = slot->args[2],
+						k = slot->args[3];
+			float	   *queries = (float *) payload;
+			float	   *base = queries + nq * dims;
+			long long  *index = (long long *) (base + slot->args[0] * dims);
+			double	   *distance = (double *) (index + nq * k);
+
+			status = library.knn_exact(base, slot->args[0], dims, queries, nq, k,
+									   index, distance, &err);
+		}
+	}
+	else
+		bad = "unknown opcode";
+	if (bad)
+	{
+		slot->error.code = CV_GPU_ERR_BAD_REQUEST;
+		strlcpy(slot->error.message, bad, CV_GPU_ERROR_LEN);
+		return CVCUDA_INVALID_ARGUMENT;
+	}
+	slot->error.code = status;
+	strlcpy(slot->error.message, status == CVCUDA_OK ? "" : err.message, CV_GPU_ERROR_LEN);
+	return status;
+}
+
+/* Takes the next submitted request, or returns -1. */
+static int
+take_request(void)
+{
+	int			taken = -1;
+
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	for (int i = 0; i < CV_GPU_SLOTS && taken < 0; i++)
+		if (cv_gpu_shared->slots[i].state == CV_SLOT_SUBMITTED)
+		{
+			cv_gpu_shared->slots[i].state = CV_SLOT_RUNNING;
+			taken = i;
+		}
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	return taken;
+}
+
+/* Answers a request, or frees it when its owner gave up meanwhile. */
+static void
+finish_request(int i, double elapsed_us)
+{
+	CvGpuSlot  *slot = &cv_gpu_shared->slots[i];
+	int			owner = -1;
+
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	slot->elapsed_us = elapsed_us;
+	if (slot->state == CV_SLOT_ABANDONED)
+	{
+		if (slot->staging >= 0)
+			cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
+		slot->state = CV_SLOT_FREE;
+	}
+	else
+	{
+		slot->state = CV_SLOT_DONE;
+		owner = slot->owner_procno;
+	}
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	wake_owner(owner);
+}
+
+static void
+serve_requests(void)
+{
+	int			i;
+
+	while ((i = take_request()) >= 0)
+	{
+		instr_time	start,
+					duration;
+		CvCudaStatus status;
+
+		INSTR_TIME_SET_CURRENT(start);
+		status = execute(&cv_gpu_shared->slots[i]);
+		INSTR_TIME_SET_CURRENT(duration);
+		INSTR_TIME_SUBTRACT(duration, start);
+		finish_request(i, INSTR_TIME_GET_MICROSEC(duration));
+		if (status == CVCUDA_STICKY_ERROR)
+		{
+			ereport(LOG,
+					(errmsg("clustervec GPU worker exits after a sticky CUDA error: %s",
+							cv_gpu_shared->slots[i].error.message)));
+			proc_exit(1);
+		}
+	}
+}
+
+/* Opens the library and the staging area; READY or UNAVAILABLE. */
+static void
+start_serving(void)
+{
+	CvCudaDeviceInfo info = {0};
+	char	   *reason = open_library(&info);
+
+	if (reason == NULL)
+		reason = create_staging();
+	if (reason != NULL)
+	{
+		ereport(LOG, (errmsg("clustervec GPU worker: GPU unavailable: %s", reason)));
+		set_state(CV_WORKER_UNAVAILABLE, "unavailable", reason);
+		return;
+	}
+	publish_device(&info);
+	set_state(CV_WORKER_READY, library.backend_name(), "");
+	ereport(LOG, (errmsg("clustervec GPU worker ready: %s, %s (compute %d.%d)",
+						 library.backend_name(), info.name, info.compute_major,
+						 info.compute_minor)));
+}
+
+void
+cv_gpu_worker_main(Datum arg pg_attribute_unused())
+{
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	cv_gpu_shared->worker_procno = MyProc->pgprocno;
+	cv_gpu_shared->worker_pid = MyProcPid;
+	cv_gpu_shared->worker_generation++;
+	cv_gpu_shared->worker_state = CV_WORKER_STARTING;
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	before_shmem_exit(fail_requests_on_exit, (Datum) 0);
+	start_serving();
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (cv_gpu_shared->worker_state == CV_WORKER_READY)
+			serve_requests();
+		else
+			fail_unavailable_requests();
+	}
+}
