@@ -79,12 +79,13 @@ typedef struct Pairwise
 	double	   *centre;			/* d: c */
 	double	   *norm_u;			/* n: |u_i|^2, the fma chain of G_ii */
 	double	   *norm_x;			/* n: ||x_i|| */
-	double	   *centre_dot;		/* n: c.u_i */
+	double	   *centre_dot;		/* n: c.u_i (-infinity for a zero member) */
 	double		centre_sq;		/* |c|^2 */
 	double		close2;			/* (1e-2 mean_dist)^2 */
 	int			tile_i;			/* rows per I block */
 	double	   *pack_i;			/* tile_i x d */
-	double	   *pack_j;			/* TILE_J x d */
+	int			ld_j;			/* row stride of pack_j (see pairwise_setup) */
+	double	   *pack_j;			/* TILE_J rows of ld_j, centred, row-major */
 	double	   *gram;			/* TILE_J x tile_i: gram[jj * tile_i + ii] */
 	int64_t		recomputed;
 } Pairwise;
@@ -97,12 +98,13 @@ typedef struct Pass1
 	double		max;
 	int64_t		dup_pairs;		/* cos >= dup_cos */
 	double		dup_cos;
-	int64_t    *sigma_hist;		/* sigma_bins counts, or NULL: not needed */
+	int64_t    *sigma_hist;		/* HIST_WAYS x sigma_bins, or NULL: not needed */
 	int			sigma_bins;
 	double		sigma_width;
+	double		sigma_inv_width;	/* sigma_bins / (2 radius) */
 	uint8_t    *dup_member;		/* n flags */
 	const uint8_t *side;		/* n sides, or NULL: no silhouette */
-	double	   *side_sum;		/* 2n: sum of distances to side 0 and 1 */
+	double	   *side_sum;		/* 2 x n: member i's distance sums to side 0 at [i], side 1 at [n + i] */
 } Pass1;
 
 /* Pass-2 accumulators. */
@@ -110,12 +112,12 @@ typedef struct Pass2
 {
 	int64_t		local_pairs;	/* distance <= sigma / 2 */
 	double		half_sigma;
-	int64_t    *entropy_hist;	/* entropy_bins counts, or NULL: max = min */
+	int64_t    *entropy_hist;	/* HIST_WAYS x entropy_bins, or NULL: max = min */
 	int			entropy_bins;
 	double		entropy_min;
-	double		entropy_width;
+	double		entropy_inv_width;	/* entropy_bins / (max - min) */
 	bool		entangle;		/* sigma > 0 */
-	double		two_sigma_sq;
+	double		minus_inv_two_sigma_sq;	/* -1 / (2 sigma^2) */
 	double		entangle_sum;
 } Pass2;
 
@@ -128,7 +130,8 @@ typedef struct Pass2
 
 /* The kernel contract spelt out: one fma() chain per (row, col). */
 static void
-kernel_scalar(int kc, const double *a, const double *b, double *c, int ldc)
+kernel_scalar(int kc, const double *a, const double *b, int ldb, double *c,
+			  int ldc)
 {
 	double		acc[SCALAR_NR][SCALAR_MR];
 	int			k;
@@ -141,11 +144,21 @@ kernel_scalar(int kc, const double *a, const double *b, double *c, int ldc)
 	for (k = 0; k < kc; k++)
 		for (col = 0; col < SCALAR_NR; col++)
 			for (r = 0; r < SCALAR_MR; r++)
-				acc[col][r] = fma(a[k * SCALAR_MR + r], b[k * SCALAR_NR + col],
+				acc[col][r] = fma(a[k * SCALAR_MR + r], b[col * ldb + k],
 								  acc[col][r]);
 	for (col = 0; col < SCALAR_NR; col++)
 		for (r = 0; r < SCALAR_MR; r++)
 			c[col * ldc + r] = acc[col][r];
+}
+
+/* Centres one row into float64. */
+static void
+centre_scalar(const float *x, const double *c, double *out, int d)
+{
+	int			k;
+
+	for (k = 0; k < d; k++)
+		out[k] = (double) x[k] - c[k];
 }
 
 const CvPairwiseKernels cv_pairwise_kernels_scalar = {
@@ -153,6 +166,7 @@ const CvPairwiseKernels cv_pairwise_kernels_scalar = {
 	.mr = SCALAR_MR,
 	.nr = SCALAR_NR,
 	.kernel = kernel_scalar,
+	.centre = centre_scalar,
 };
 
 /* The kernels of a level; the AVX2 ones also need FMA. */
@@ -290,8 +304,9 @@ compute_norms(Pairwise *pw)
 			cu += pw->centre[k] * u;
 		}
 		pw->norm_u[i] = nu;
-		pw->centre_dot[i] = cu;
 		pw->norm_x[i] = sqrt(cv_distance->norm_squared(row, pw->d));
+		/* -infinity: a zero member's x.x_j never reaches dup_cos ||x|| ||x_j|| = 0 */
+		pw->centre_dot[i] = pw->norm_x[i] > 0.0 ? cu : -INFINITY;
 		dist_sum += sqrt(nu);
 	}
 	mean_dist = dist_sum / (double) pw->n;
@@ -333,7 +348,10 @@ pairwise_setup(Pairwise *pw, const CvPairwiseKernels *kern, const float *x,
 	pw->norm_x = malloc(sizeof(double) * (size_t) n);
 	pw->centre_dot = malloc(sizeof(double) * (size_t) n);
 	pw->pack_i = malloc(sizeof(double) * (size_t) pw->tile_i * dd);
-	pw->pack_j = malloc(sizeof(double) * (size_t) TILE_J * dd);
+	/* rows 8 doubles apart from a multiple of 8: the nr rows a kernel reads
+	 * do not all fall in the same L1 sets when d is a power of two */
+	pw->ld_j = (d + 7) / 8 * 8 + 8;
+	pw->pack_j = malloc(sizeof(double) * (size_t) TILE_J * pw->ld_j);
 	pw->gram = malloc(sizeof(double) * (size_t) TILE_J * (size_t) pw->tile_i);
 	if (pw->centre == NULL || pw->norm_u == NULL || pw->norm_x == NULL
 		|| pw->centre_dot == NULL || pw->pack_i == NULL || pw->pack_j == NULL
@@ -352,14 +370,15 @@ pairwise_setup(Pairwise *pw, const CvPairwiseKernels *kern, const float *x,
  * --------------------------------------------------------------------- */
 
 /*
- * Packs members row0 .. row0 + rows - 1, centred, into panels of `width`
- * rows (padded to `padded` rows with zeros), chunk by chunk of
+ * Packs the I block, members row0 .. row0 + rows - 1 centred, into panels
+ * of `width` rows (padded to `padded` rows with zeros), chunk by chunk of
  * CV_PAIRWISE_KC dimensions: chunk at k0 starts at padded * k0, its panel
- * p at p * width * klen, element (k, r) at k * width + r.
+ * p at p * width * klen, element (k, r) at k * width + r.  Once per I
+ * block, so its strided stores cost little.
  */
 static void
-pack_rows(const Pairwise *pw, int64_t row0, int rows, int width, int padded,
-		  double *dst)
+pack_block_i(const Pairwise *pw, int64_t row0, int rows, int width, int padded,
+			 double *dst)
 {
 	int			d = pw->d;
 	int			k0;
@@ -374,45 +393,94 @@ pack_rows(const Pairwise *pw, int64_t row0, int rows, int width, int padded,
 		{
 			double	   *out = dst + (size_t) padded * k0
 				+ (size_t) (idx / width) * width * klen + idx % width;
+			const float *src = pw->x + (size_t) (row0 + idx) * d + k0;
 			int			k;
 
 			if (idx >= rows)
-			{
 				for (k = 0; k < klen; k++)
 					out[(size_t) k * width] = 0.0;
-				continue;
-			}
-			for (k = 0; k < klen; k++)
-			{
-				const float *src = pw->x + (size_t) (row0 + idx) * d + k0;
-
-				out[(size_t) k * width] = (double) src[k] - c[k];
-			}
+			else
+				for (k = 0; k < klen; k++)
+					out[(size_t) k * width] = (double) src[k] - c[k];
 		}
 	}
 }
 
 /*
- * The Gram block of I rows [i0, i0 + rows_i) and J rows [j0, j0 + rows_j):
- * gram[jj * tile_i + ii] = u_(i0+ii) . u_(j0+jj), for every (ii, jj) whose
- * micro-tile holds a pair i < j (the others are skipped and stay garbage).
+ * The J block, members row0 .. row0 + rows - 1 centred, row-major with
+ * stride ld_j, padded with zero rows to `padded`: once per tile, so the
+ * variant's vector loop does it.
  */
 static void
-gram_tile(Pairwise *pw, int64_t i0, int pad_i, int64_t j0, int rows_j)
+pack_block_j(const Pairwise *pw, int64_t row0, int rows, int padded, double *dst)
+{
+	int			r;
+
+	for (r = 0; r < padded; r++)
+	{
+		double	   *out = dst + (size_t) r * pw->ld_j;
+
+		if (r < rows)
+			pw->kern->centre(pw->x + (size_t) (row0 + r) * pw->d, pw->centre,
+							 out, pw->d);
+		else
+			memset(out, 0, sizeof(double) * pw->d);
+	}
+}
+
+/*
+ * Spreads prefetches of the next tile's J rows (contiguous in x) over the
+ * kernel calls of this one: packing them is then a read from L2, not from
+ * L3 or memory, and the kernels, bound by their FMAs, do not notice.
+ */
+typedef struct Prefetch
+{
+	const char *next;			/* next line to prefetch */
+	const char *end;
+	size_t		per_call;		/* bytes per kernel call */
+} Prefetch;
+
+/* Issues this call's share of the prefetches. */
+static inline void
+prefetch_some(Prefetch *pf)
+{
+	const char *stop = pf->next + pf->per_call;
+
+	if (stop > pf->end)
+		stop = pf->end;
+	for (; pf->next < stop; pf->next += 64)
+		__builtin_prefetch(pf->next, 0, 2);
+}
+
+/*
+ * The Gram block of I rows [i0, i0 + pad_i) and J rows [j0, j0 + rows_j):
+ * gram[jj * tile_i + ii] = u_(i0+ii) . u_(j0+jj), for every (ii, jj) whose
+ * micro-tile holds a pair i < j (the others are skipped and stay garbage).
+ * next_x, next_bytes: the next tile's J rows, to prefetch.
+ */
+static void
+gram_tile(Pairwise *pw, int64_t i0, int pad_i, int64_t j0, int rows_j,
+		  const float *next_x, size_t next_bytes)
 {
 	const CvPairwiseKernels *kern = pw->kern;
 	int			mr = kern->mr;
 	int			nr = kern->nr;
 	int			pad_j = (rows_j + nr - 1) / nr * nr;
 	int			ldc = pw->tile_i;
+	size_t		calls = (size_t) (pad_i / mr) * (pad_j / nr)
+		* ((pw->d + CV_PAIRWISE_KC - 1) / CV_PAIRWISE_KC);
+	Prefetch	pf;
 	int			k0;
 
+	pf.next = (const char *) next_x;
+	pf.end = pf.next + next_bytes;
+	pf.per_call = (next_bytes / calls + 64) / 64 * 64;
 	memset(pw->gram, 0, sizeof(double) * (size_t) pad_j * ldc);
 	for (k0 = 0; k0 < pw->d; k0 += CV_PAIRWISE_KC)
 	{
 		int			klen = pw->d - k0 < CV_PAIRWISE_KC ? pw->d - k0 : CV_PAIRWISE_KC;
 		const double *a = pw->pack_i + (size_t) pad_i * k0;
-		const double *b = pw->pack_j + (size_t) pad_j * k0;
+		const double *b = pw->pack_j + k0;
 		int			s;
 
 		for (s = 0; s < pad_j / nr; s++)
@@ -423,110 +491,147 @@ gram_tile(Pairwise *pw, int64_t i0, int pad_i, int64_t j0, int rows_j)
 			if (last_j > j0 + rows_j - 1)
 				last_j = j0 + rows_j - 1;
 			for (p = 0; p < pad_i / mr && i0 + (int64_t) p * mr < last_j; p++)
+			{
+				prefetch_some(&pf);
 				kern->kernel(klen, a + (size_t) p * mr * klen,
-							 b + (size_t) s * nr * klen,
+							 b + (size_t) s * nr * pw->ld_j, pw->ld_j,
 							 pw->gram + (size_t) s * nr * ldc + (size_t) p * mr,
 							 ldc);
+			}
 		}
 	}
 }
 
 /* ---------------------------------------------------------------------
  * Per pair
+ *
+ * The column loops below are the hot path after the kernel: per pair a
+ * handful of float64 operations and a sqrt, with no data-dependent branch
+ * (side, duplicate and threshold tests become arithmetic), accumulators in
+ * locals, and histograms split in HIST_WAYS copies so that runs of pairs in
+ * one bin do not serialise on a single counter.
  * --------------------------------------------------------------------- */
 
-/*
- * Squared distance of pair (i, j) from its Gram entry g; recomputed from
- * the difference (and *exact set) when the expansion is close to the
- * cancellation zone.
- */
-static inline double
-pair_dist2(Pairwise *pw, int64_t i, int64_t j, double g, bool *exact)
-{
-	double		scale = pw->norm_u[i] + pw->norm_u[j];
-	double		d2 = scale - 2.0 * g;
+/* Copies of each histogram (pair i uses copy i % HIST_WAYS). */
+#define HIST_WAYS 4
 
-	*exact = d2 < pw->close2 || d2 < CLOSE_PAIR_REL2 * scale;
-	if (*exact)
-	{
-		pw->recomputed++;
-		d2 = cv_distance->l2_squared(pw->x + (size_t) i * pw->d,
-									 pw->x + (size_t) j * pw->d, pw->d);
-	}
-	return d2;
+/* ||x_i - x_j||^2 from the difference (float64, cv_distance). */
+static double
+exact_dist2(Pairwise *pw, int64_t i, int64_t j)
+{
+	pw->recomputed++;
+	return cv_distance->l2_squared(pw->x + (size_t) i * pw->d,
+								   pw->x + (size_t) j * pw->d, pw->d);
 }
 
-/* cos(x_i, x_j): 0 with a zero member, 1 for identical members. */
-static inline double
-pair_cos(const Pairwise *pw, int64_t i, int64_t j, double g, double d2,
-		 bool exact)
+/*
+ * cos(x_i, x_j) >= dup_cos for a pair recomputed from the difference:
+ * cos is 0 with a zero member, 1 for identical members, else from the
+ * float64 inner product.
+ */
+static bool
+exact_dup(const Pairwise *pw, int64_t i, int64_t j, double d2, double dup_cos)
 {
 	double		dot;
 
 	if (pw->norm_x[i] == 0.0 || pw->norm_x[j] == 0.0)
-		return 0.0;
+		return 0.0 >= dup_cos;
 	if (d2 == 0.0)
-		return 1.0;
-	if (exact)
-		dot = cv_distance->inner_product(pw->x + (size_t) i * pw->d,
-										 pw->x + (size_t) j * pw->d, pw->d);
-	else
-		dot = g + (pw->centre_dot[i] + pw->centre_dot[j]) + pw->centre_sq;
-	return dot / (pw->norm_x[i] * pw->norm_x[j]);
+		return 1.0 >= dup_cos;
+	dot = cv_distance->inner_product(pw->x + (size_t) i * pw->d,
+									 pw->x + (size_t) j * pw->d, pw->d);
+	return dot / (pw->norm_x[i] * pw->norm_x[j]) >= dup_cos;
 }
 
-/* Histogram bin min(floor(v / w), bins - 1) of a value v >= 0. */
+/*
+ * Histogram bin min(floor(v * inv_width), last) of a value v >= 0: the
+ * truncating conversion is floor here, and NaN or huge q go to last.
+ */
 static inline int
-bin_of(double v, double w, int bins)
+bin_of(double v, double inv_width, int last)
 {
-	double		q = floor(v / w);
+	double		q = v * inv_width;
 
-	if (!(q < (double) (bins - 1)))
-		return bins - 1;
-	return q > 0.0 ? (int) q : 0;
+	return q < (double) last ? (int) q : last;
 }
 
-/* Pass 1 over the pairs (i, j), i in [i_lo, i_hi), of column j; g[i - i_lo]. */
+/*
+ * Pass 1 over the pairs (i, j), i in [i_lo, i_hi), of column j; g[i - i_lo].
+ * cos >= dup_cos is tested as x_i.x_j >= dup_cos ||x_i|| ||x_j||, with
+ * x_i.x_j = G_ij + (c.u_i + (c.u_j + |c|^2)); a zero member has c.u set to
+ * -infinity (pairwise_setup), so its pairs never count.
+ */
 static void
 pass1_column(Pairwise *pw, Pass1 *acc, int64_t j, int64_t i_lo, int64_t i_hi,
 			 const double *g)
 {
+	const double *norm_u = pw->norm_u;
+	const double *norm_x = pw->norm_x;
+	const double *cdot = pw->centre_dot;
+	const uint8_t *side = acc->side;
+	uint8_t    *dup_member = acc->dup_member;
+	int64_t    *hist = acc->sigma_hist;
+	double	   *to_side_j = side != NULL ? acc->side_sum + (side[j] != 0) * pw->n : NULL;
+	double		close2 = pw->close2;
+	double		dup_cos = acc->dup_cos;
+	double		inv_width = acc->sigma_inv_width;
+	int			bins = acc->sigma_bins;
+	double		nu_j = norm_u[j];
+	double		cdot_j = cdot[j] + pw->centre_sq;
+	double		dup_j = dup_cos * norm_x[j];
 	double		sum = 0.0;
-	double		own[2] = {0.0, 0.0};	/* j's distances to side 0, 1 */
-	int			side_j = acc->side != NULL ? (acc->side[j] != 0) : 0;
+	double		own0 = 0.0;		/* j's distances to side 0 */
+	double		own1 = 0.0;
+	double		lo = acc->min;
+	double		hi = acc->max;
+	int64_t		dups = 0;
+	uint8_t		dup_of_j = 0;
 	int64_t		i;
 
 	for (i = i_lo; i < i_hi; i++)
 	{
-		bool		exact;
 		double		gij = g[i - i_lo];
-		double		d2 = pair_dist2(pw, i, j, gij, &exact);
-		double		dist = sqrt(d2);
+		double		scale = norm_u[i] + nu_j;
+		double		d2 = scale - 2.0 * gij;
+		double		dist;
+		uint8_t		dup;
 
-		sum += dist;
-		if (dist < acc->min)
-			acc->min = dist;
-		if (dist > acc->max)
-			acc->max = dist;
-		if (acc->sigma_hist != NULL)
-			acc->sigma_hist[bin_of(dist, acc->sigma_width, acc->sigma_bins)]++;
-		if (pair_cos(pw, i, j, gij, d2, exact) >= acc->dup_cos)
+		if (d2 < close2 || d2 < CLOSE_PAIR_REL2 * scale)
 		{
-			acc->dup_pairs++;
-			acc->dup_member[i] = 1;
-			acc->dup_member[j] = 1;
+			d2 = exact_dist2(pw, i, j);
+			dup = exact_dup(pw, i, j, d2, dup_cos);
 		}
-		if (acc->side != NULL)
+		else if (d2 == 0.0)		/* u_i = u_j = 0: x_i = x_j = c, cos 1 */
+			dup = norm_x[i] > 0.0 && 1.0 >= dup_cos;
+		else
+			dup = gij + (cdot[i] + cdot_j) >= norm_x[i] * dup_j;
+		dist = sqrt(d2);
+		sum += dist;
+		lo = dist < lo ? dist : lo;
+		hi = dist > hi ? dist : hi;
+		if (hist != NULL)
+			hist[(i & (HIST_WAYS - 1)) * bins + bin_of(dist, inv_width, bins - 1)]++;
+		dups += dup;
+		dup_member[i] |= dup;
+		dup_of_j |= dup;
+		if (side != NULL)
 		{
-			own[acc->side[i] != 0] += dist;
-			acc->side_sum[2 * i + side_j] += dist;
+			double		s = (double) (side[i] != 0);
+
+			own1 += s * dist;	/* exact: s is 0 or 1 */
+			own0 += dist - s * dist;
+			to_side_j[i] += dist;
 		}
 	}
 	acc->sum += sum;
-	if (acc->side != NULL)
+	acc->min = lo;
+	acc->max = hi;
+	acc->dup_pairs += dups;
+	dup_member[j] |= dup_of_j;
+	if (side != NULL)
 	{
-		acc->side_sum[2 * j] += own[0];
-		acc->side_sum[2 * j + 1] += own[1];
+		acc->side_sum[j] += own0;
+		acc->side_sum[pw->n + j] += own1;
 	}
 }
 
@@ -535,24 +640,50 @@ static void
 pass2_column(Pairwise *pw, Pass2 *acc, int64_t j, int64_t i_lo, int64_t i_hi,
 			 const double *g)
 {
+	const double *norm_u = pw->norm_u;
+	int64_t    *hist = acc->entropy_hist;
+	double		close2 = pw->close2;
+	double		nu_j = norm_u[j];
+	double		half_sigma = acc->half_sigma;
+	double		origin = acc->entropy_min;
+	double		inv_width = acc->entropy_inv_width;
+	int			bins = acc->entropy_bins;
+	bool		entangle_on = acc->entangle;
+	double		minus_inv = acc->minus_inv_two_sigma_sq;
 	double		entangle = 0.0;
+	int64_t		local = 0;
 	int64_t		i;
 
 	for (i = i_lo; i < i_hi; i++)
 	{
-		bool		exact;
-		double		d2 = pair_dist2(pw, i, j, g[i - i_lo], &exact);
-		double		dist = sqrt(d2);
+		double		scale = norm_u[i] + nu_j;
+		double		d2 = scale - 2.0 * g[i - i_lo];
+		double		dist;
 
-		if (dist <= acc->half_sigma)
-			acc->local_pairs++;
-		if (acc->entropy_hist != NULL)
-			acc->entropy_hist[bin_of(dist - acc->entropy_min, acc->entropy_width,
-									 acc->entropy_bins)]++;
-		if (acc->entangle)
-			entangle += exp(-d2 / acc->two_sigma_sq);
+		if (d2 < close2 || d2 < CLOSE_PAIR_REL2 * scale)
+			d2 = exact_dist2(pw, i, j);
+		dist = sqrt(d2);
+		local += dist <= half_sigma;
+		if (hist != NULL)
+			hist[(i & (HIST_WAYS - 1)) * bins
+				 + bin_of(dist - origin, inv_width, bins - 1)]++;
+		if (entangle_on)
+			entangle += exp(d2 * minus_inv);
 	}
+	acc->local_pairs += local;
 	acc->entangle_sum += entangle;
+}
+
+/* Adds the HIST_WAYS copies of a histogram into the first. */
+static void
+merge_hist(int64_t *hist, int bins)
+{
+	int			w;
+	int			b;
+
+	for (w = 1; w < HIST_WAYS; w++)
+		for (b = 0; b < bins; b++)
+			hist[b] += hist[w * bins + b];
 }
 
 /* ---------------------------------------------------------------------
@@ -595,14 +726,22 @@ run_pass(Pairwise *pw, int pass, void *acc)
 		int			pad_i = (rows_i + mr - 1) / mr * mr;
 		int64_t		j0;
 
-		pack_rows(pw, i0, rows_i, mr, pad_i, pw->pack_i);
+		pack_block_i(pw, i0, rows_i, mr, pad_i, pw->pack_i);
 		for (j0 = i0 + 1; j0 < pw->n; j0 += TILE_J)
 		{
 			int			rows_j = (int) (pw->n - j0 < TILE_J ? pw->n - j0 : TILE_J);
 			int			pad_j = (rows_j + nr - 1) / nr * nr;
 
-			pack_rows(pw, j0, rows_j, nr, pad_j, pw->pack_j);
-			gram_tile(pw, i0, pad_i, j0, rows_j);
+			int64_t		next_rows = pw->n - (j0 + TILE_J);
+
+			if (next_rows > TILE_J)
+				next_rows = TILE_J;
+			if (next_rows < 0)
+				next_rows = 0;
+			pack_block_j(pw, j0, rows_j, pad_j, pw->pack_j);
+			gram_tile(pw, i0, pad_i, j0, rows_j,
+					  pw->x + (size_t) (j0 + TILE_J) * pw->d,
+					  sizeof(float) * (size_t) next_rows * pw->d);
 			consume_tile(pw, pass, acc, i0, rows_i, j0, rows_j);
 		}
 	}
@@ -716,8 +855,8 @@ finish_silhouette(const Pass1 *acc, int64_t n, CvClusterStats *out)
 
 		if (count[own] == 1)
 			continue;			/* alone on its side: 0 */
-		a = acc->side_sum[2 * i + own] / (double) (count[own] - 1);
-		b = acc->side_sum[2 * i + 1 - own] / (double) count[1 - own];
+		a = acc->side_sum[own * n + i] / (double) (count[own] - 1);
+		b = acc->side_sum[(1 - own) * n + i] / (double) count[1 - own];
 		m = a > b ? a : b;
 		if (m > 0.0)
 			total += (b - a) / m;
@@ -743,9 +882,11 @@ do_pass1(Pairwise *pw, const uint8_t *side, const CvHealthParams *params,
 	acc->dup_cos = params->dup_cos;
 	acc->sigma_bins = params->sigma_bins;
 	acc->sigma_width = 2.0 * radius / params->sigma_bins;
+	acc->sigma_inv_width = params->sigma_bins / (2.0 * radius);
 	acc->side = out->collapsed ? NULL : side;
 	acc->dup_member = calloc((size_t) pw->n, 1);
-	acc->sigma_hist = want_hist ? calloc((size_t) acc->sigma_bins, sizeof(int64_t)) : NULL;
+	acc->sigma_hist = want_hist
+		? calloc((size_t) acc->sigma_bins * HIST_WAYS, sizeof(int64_t)) : NULL;
 	acc->side_sum = acc->side != NULL ? calloc((size_t) pw->n * 2, sizeof(double)) : NULL;
 	if (acc->dup_member == NULL || (want_hist && acc->sigma_hist == NULL)
 		|| (acc->side != NULL && acc->side_sum == NULL))
@@ -753,6 +894,8 @@ do_pass1(Pairwise *pw, const uint8_t *side, const CvHealthParams *params,
 
 	run_pass(pw, 1, acc);
 
+	if (want_hist)
+		merge_hist(acc->sigma_hist, acc->sigma_bins);
 	for (i = 0; i < pw->n; i++)
 		flagged += acc->dup_member[i];
 	cv_stat_set(out, CV_STAT_MEAN_PAIRWISE_DIST, acc->sum / (double) pairs);
@@ -788,17 +931,19 @@ do_pass2(Pairwise *pw, const CvHealthParams *params, const Pass1 *p1,
 	acc.half_sigma = sigma / 2.0;
 	acc.entropy_bins = params->entropy_bins;
 	acc.entropy_min = p1->min;
-	acc.entropy_width = (p1->max - p1->min) / params->entropy_bins;
+	acc.entropy_inv_width = params->entropy_bins / (p1->max - p1->min);
 	acc.entangle = sigma > 0.0;
-	acc.two_sigma_sq = 2.0 * sigma * sigma;
+	acc.minus_inv_two_sigma_sq = -1.0 / (2.0 * sigma * sigma);
 	if (p1->max > p1->min)
 	{
-		acc.entropy_hist = calloc((size_t) acc.entropy_bins, sizeof(int64_t));
+		acc.entropy_hist = calloc((size_t) acc.entropy_bins * HIST_WAYS, sizeof(int64_t));
 		if (acc.entropy_hist == NULL)
 			return false;
 	}
 
 	run_pass(pw, 2, &acc);
+	if (acc.entropy_hist != NULL)
+		merge_hist(acc.entropy_hist, acc.entropy_bins);
 
 	cv_stat_set(out, CV_STAT_LOCAL_DENSITY, (double) acc.local_pairs / (double) pairs);
 	cv_stat_set(out, CV_STAT_DIST_ENTROPY, acc.entropy_hist == NULL ? 0.0

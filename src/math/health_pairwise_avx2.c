@@ -30,7 +30,7 @@
 /* One dimension step of column col: broadcast b, two FMAs. */
 #define STEP_COL(col) \
 	{ \
-		__m256d		bc = _mm256_broadcast_sd(bk + (col)); \
+		__m256d		bc = _mm256_broadcast_sd(bk + (size_t) (col) * ldb); \
 		c##col##_0 = _mm256_fmadd_pd(a0, bc, c##col##_0); \
 		c##col##_1 = _mm256_fmadd_pd(a1, bc, c##col##_1); \
 	}
@@ -42,7 +42,8 @@
 
 /* The kernel contract of health_pairwise_variants.h for mr = 8, nr = 6. */
 static CV_AVX2_FMA void
-kernel_avx2(int kc, const double *a, const double *b, double *c, int ldc)
+kernel_avx2(int kc, const double *a, const double *b, int ldb, double *c,
+			int ldc)
 {
 	int			k;
 
@@ -50,7 +51,7 @@ kernel_avx2(int kc, const double *a, const double *b, double *c, int ldc)
 	for (k = 0; k < kc; k++)
 	{
 		const double *ak = a + (size_t) k * MR;
-		const double *bk = b + (size_t) k * NR;
+		const double *bk = b + k;
 		__m256d		a0 = _mm256_loadu_pd(ak);
 		__m256d		a1 = _mm256_loadu_pd(ak + 4);
 
@@ -59,11 +60,24 @@ kernel_avx2(int kc, const double *a, const double *b, double *c, int ldc)
 	EACH_COL(STORE_COL)
 }
 
+/* Centres one row into float64, 4 elements per step. */
+static CV_AVX2_FMA void
+centre_avx2(const float *x, const double *c, double *out, int d)
+{
+	int			k;
+
+	for (k = 0; k + 4 <= d; k += 4)
+		_mm256_storeu_pd(out + k, _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k)), _mm256_loadu_pd(c + k)));
+	for (; k < d; k++)
+		out[k] = (double) x[k] - c[k];
+}
+
 const CvPairwiseKernels cv_pairwise_kernels_avx2 = {
 	.name = "avx2",
 	.mr = MR,
 	.nr = NR,
 	.kernel = kernel_avx2,
+	.centre = centre_avx2,
 };
 
 #endif							/* CV_HAVE_X86_SIMD */

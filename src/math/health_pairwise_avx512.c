@@ -33,7 +33,7 @@
 /* One dimension step of column col: broadcast b, three FMAs. */
 #define STEP_COL(col) \
 	{ \
-		__m512d		bc = _mm512_set1_pd(bk[col]); \
+		__m512d		bc = _mm512_set1_pd(bk[(col) * ldb]); \
 		c##col##_0 = _mm512_fmadd_pd(a0, bc, c##col##_0); \
 		c##col##_1 = _mm512_fmadd_pd(a1, bc, c##col##_1); \
 		c##col##_2 = _mm512_fmadd_pd(a2, bc, c##col##_2); \
@@ -47,7 +47,8 @@
 
 /* The kernel contract of health_pairwise_variants.h for mr = 24, nr = 8. */
 static CV_AVX512 void
-kernel_avx512(int kc, const double *a, const double *b, double *c, int ldc)
+kernel_avx512(int kc, const double *a, const double *b, int ldb, double *c,
+			  int ldc)
 {
 	int			k;
 
@@ -55,7 +56,7 @@ kernel_avx512(int kc, const double *a, const double *b, double *c, int ldc)
 	for (k = 0; k < kc; k++)
 	{
 		const double *ak = a + (size_t) k * MR;
-		const double *bk = b + (size_t) k * NR;
+		const double *bk = b + k;
 		__m512d		a0 = _mm512_loadu_pd(ak);
 		__m512d		a1 = _mm512_loadu_pd(ak + 8);
 		__m512d		a2 = _mm512_loadu_pd(ak + 16);
@@ -65,11 +66,24 @@ kernel_avx512(int kc, const double *a, const double *b, double *c, int ldc)
 	EACH_COL(STORE_COL)
 }
 
+/* Centres one row into float64, 8 elements per step. */
+static CV_AVX512 void
+centre_avx512(const float *x, const double *c, double *out, int d)
+{
+	int			k;
+
+	for (k = 0; k + 8 <= d; k += 8)
+		_mm512_storeu_pd(out + k, _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + k)), _mm512_loadu_pd(c + k)));
+	for (; k < d; k++)
+		out[k] = (double) x[k] - c[k];
+}
+
 const CvPairwiseKernels cv_pairwise_kernels_avx512 = {
 	.name = "avx512",
 	.mr = MR,
 	.nr = NR,
 	.kernel = kernel_avx512,
+	.centre = centre_avx512,
 };
 
 #endif							/* CV_HAVE_X86_SIMD */

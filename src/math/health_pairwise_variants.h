@@ -5,13 +5,14 @@
  * benchmark only; everything else goes through health.h.
  *
  * The kernels' contract (what makes every variant bitwise equal):
- * - a tile of members is centred in float64 (u = (double) x - c) and packed
- *   in panels: the rows of a panel interleaved, dimension-major
- *   (panel[k * width + r]), in chunks of at most CV_PAIRWISE_KC dimensions;
+ * - members are centred in float64 (u = (double) x - c); the I block is
+ *   packed in panels of mr rows interleaved, dimension-major
+ *   (a[k * mr + r]), in chunks of at most CV_PAIRWISE_KC dimensions; the
+ *   J block stays row-major (b[col * ldb + k]);
  * - the kernel adds to c[col * ldc + r], for every row r < mr of panel a and
- *   every row col < nr of panel b, the chain acc = fma(a_k, b_k, acc) over
- *   the chunk's dimensions k in increasing order, starting from the value
- *   in c: one correctly rounded fused multiply-add per dimension.
+ *   every row col < nr of b, the chain acc = fma(a_k, b_k, acc) over the
+ *   chunk's dimensions k in increasing order, starting from the value in
+ *   c: one correctly rounded fused multiply-add per dimension.
  * So every variant computes, for each pair, the same sequential fma chain
  *   acc = fma(u_i[k], u_j[k], acc), k = 0 .. d-1, acc starting at +0,
  * which the scalar kernel spells out with C99 fma(); the chunking, the
@@ -27,7 +28,7 @@
 #include "distance_variants.h"
 #include "health.h"
 
-/* Dimensions per packed chunk: one nr-row panel of a chunk stays in L1. */
+/* Dimensions per chunk: the nr J rows of a chunk stay in L1. */
 #define CV_PAIRWISE_KC 256
 
 /* Largest panel heights of any variant (sizes the scalar fallbacks). */
@@ -35,18 +36,23 @@
 #define CV_PAIRWISE_MAX_NR 8
 
 /*
- * c[col * ldc + r] = fma chain over k < kc of a[k * mr + r] * b[k * nr + col],
+ * c[col * ldc + r] = fma chain over k < kc of a[k * mr + r] * b[col * ldb + k],
  * continuing from c's value, for r < mr and col < nr.
  */
 typedef void (*CvPairwiseKernelFn) (int kc, const double *a, const double *b,
-									double *c, int ldc);
+									int ldb, double *c, int ldc);
+
+/* out[k] = (double) x[k] - c[k] for k < d (exact IEEE operations, so every variant agrees). */
+typedef void (*CvPairwiseCentreFn) (const float *x, const double *c, double *out,
+									int d);
 
 typedef struct CvPairwiseKernels
 {
 	const char *name;			/* matches CvDistanceKernels.name */
 	int			mr;				/* rows of panel a (a divisor of 48) */
-	int			nr;				/* rows of panel b (a divisor of 48) */
+	int			nr;				/* rows of b per call (a divisor of 48) */
 	CvPairwiseKernelFn kernel;
+	CvPairwiseCentreFn centre;	/* packs the J rows */
 } CvPairwiseKernels;
 
 extern const CvPairwiseKernels cv_pairwise_kernels_scalar;

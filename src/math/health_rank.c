@@ -227,6 +227,50 @@ fused_row_portable(double *r, int i, int count, const PassVectors *pv)
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_X86_VARIANTS 1
 
+/*
+ * The eight lanes as one vector, for the AVX-512 variant only (one zmm;
+ * other targets lower it through the stack).  Same lanes, same bits.
+ */
+typedef double Wide __attribute__((vector_size(LANES * sizeof(double))));
+
+/* dot_2x2_body with one Wide per lane set (the AVX-512 variant's body). */
+static inline __attribute__((always_inline)) void
+dot_2x2_wide_body(const double *a0, const double *a1, const double *b0,
+				  const double *b1, int len, double *out)
+{
+	Wide		s00 = {0},
+				s01 = {0},
+				s10 = {0},
+				s11 = {0};
+	double		l[LANES];
+	int			t;
+
+	for (t = 0; t < len; t += LANES)
+	{
+		Wide		x0,
+					x1,
+					y0,
+					y1;
+
+		memcpy(&x0, a0 + t, sizeof(Wide));
+		memcpy(&x1, a1 + t, sizeof(Wide));
+		memcpy(&y0, b0 + t, sizeof(Wide));
+		memcpy(&y1, b1 + t, sizeof(Wide));
+		s00 += x0 * y0;
+		s01 += x0 * y1;
+		s10 += x1 * y0;
+		s11 += x1 * y1;
+	}
+	memcpy(l, &s00, sizeof(l));
+	out[0] = fold_lanes(l);
+	memcpy(l, &s01, sizeof(l));
+	out[1] = fold_lanes(l);
+	memcpy(l, &s10, sizeof(l));
+	out[2] = fold_lanes(l);
+	memcpy(l, &s11, sizeof(l));
+	out[3] = fold_lanes(l);
+}
+
 /* AVX2 variant of the dot kernel (same lanes, so the same bits). */
 static __attribute__((target("avx2"))) void
 dot_2x2_avx2(const double *a0, const double *a1, const double *b0,
@@ -240,7 +284,7 @@ static __attribute__((target("avx512f"))) void
 dot_2x2_avx512(const double *a0, const double *a1, const double *b0,
 			   const double *b1, int len, double *out)
 {
-	dot_2x2_body(a0, a1, b0, b1, len, out);
+	dot_2x2_wide_body(a0, a1, b0, b1, len, out);
 }
 
 /* AVX2 variant of the fused row kernel. */

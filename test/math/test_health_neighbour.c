@@ -10,6 +10,10 @@
  * band, not outside it).  Outputs are poisoned before every call and the
  * columns of other families must stay poisoned.  Set CV_TEST_SEED to replay
  * a run; the seed is printed first.  `--time` times the preparation instead.
+ *
+ * The module is included rather than linked, so that its static SIMD kernel
+ * variants can be checked against the portable one bit for bit (variants
+ * this CPU cannot run are reported as skipped).
  */
 #include <math.h>
 #include <stdint.h>
@@ -18,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "health.h"
+#include "health_neighbour.c"
 
 /* Float64 against long double: the sums are of at most a few hundred terms. */
 #define REL_TOL 1e-12
@@ -55,6 +59,7 @@ typedef struct Case
 static uint64_t rng_state;
 static int	cases_passed;
 static int	cases_failed;
+static int	cases_skipped;
 
 /* splitmix64: tiny, seedable, good enough for test data. */
 static uint64_t
@@ -255,11 +260,12 @@ free_problem(Problem *pb)
 }
 
 /*
- * Random clusters: centres U(-1, 1) * scale plus an offset shared by all,
- * members the centre plus U(-spread, spread) noise.
+ * Random clusters: centres U(-1, 1) plus an offset shared by all, members
+ * the centre plus U(-spread, spread) noise.
  */
 static Problem
-random_problem(int64_t k, int d, int max_members, double spread, double offset)
+random_problem(int64_t k, int d, int min_members, int max_members, double spread,
+			   double offset)
 {
 	Problem		pb = alloc_problem(k, d);
 	double	   *centre = xmalloc(sizeof(double) * d);
@@ -271,7 +277,7 @@ random_problem(int64_t k, int d, int max_members, double spread, double offset)
 	{
 		for (t = 0; t < d; t++)
 			centre[t] = offset + rng_uniform(-1.0, 1.0);
-		pb.n[i] = rng_int(1, max_members);
+		pb.n[i] = rng_int(min_members, max_members);
 		pb.x[i] = xmalloc(sizeof(float) * pb.n[i] * d);
 		for (a = 0; a < pb.n[i]; a++)
 			for (t = 0; t < d; t++)
@@ -528,7 +534,7 @@ run_problem(const char *what, Problem *pb, int neighbours)
 static void
 test_single_cluster(int d)
 {
-	Problem		pb = random_problem(1, d, 5, 0.3, 0);
+	Problem		pb = random_problem(1, d, 1, 5, 0.3, 0);
 	Case		c = new_case("single cluster", &pb, 5);
 	CvNeighbourTable tb;
 	CvClusterStats out;
@@ -606,7 +612,7 @@ test_exact_ties(void)
 static void
 test_coinciding(double gap, int expect_zero)
 {
-	Problem		pb = random_problem(6, 8, 6, 0.2, 3.0);
+	Problem		pb = random_problem(6, 8, 2, 6, 0.2, 3.0);
 	Case		c;
 	CvNeighbourTable tb;
 	char		what[64];
@@ -655,7 +661,7 @@ test_random(void)
 		int			nb = nbs[rng_int(0, 3)];
 		double		spread = rng_uniform(0.05, 1.5);
 		double		offset = rng_int(0, 1) ? 0.0 : 100.0;
-		Problem		pb = random_problem(ks[a], d, 30, spread, offset);
+		Problem		pb = random_problem(ks[a], d, 1, 30, spread, offset);
 
 		run_problem("random", &pb, nb);
 		run_problem("random, neighbours = k - 1", &pb, (int) ks[a] - 1);
@@ -667,7 +673,7 @@ test_random(void)
 static void
 test_tiles(void)
 {
-	Problem		pb = random_problem(151, 2000, 3, 0.5, 0);
+	Problem		pb = random_problem(151, 2000, 1, 3, 0.5, 0);
 
 	run_problem("random, several tiles", &pb, 7);
 	free_problem(&pb);
@@ -690,13 +696,89 @@ test_grid(void)
 	}
 }
 
-/* Wall-clock seconds since some fixed point. */
+/* Random float64 vector: U(-1, 1) * scale + offset. */
+static void
+fill_random(double *v, int d, double scale, double offset)
+{
+	int			t;
+
+	for (t = 0; t < d; t++)
+		v[t] = offset + scale * rng_uniform(-1, 1);
+}
+
+/* One kernel variant against the portable kernels, bit for bit. */
+static void
+check_variant(const char *name, PairKernel pair, MemberKernel member)
+{
+	static const int ds[] = {1, 7, 8, 9, 15, 16, 17, 100, 1023, 1024, 1031};
+	Case		c;
+	size_t		a;
+	int			rep;
+
+	snprintf(c.name, sizeof(c.name), "%s kernels = portable, bit for bit", name);
+	c.checks = 0;
+	c.failures = 0;
+	for (a = 0; a < sizeof(ds) / sizeof(ds[0]); a++)
+		for (rep = 0; rep < 4; rep++)
+		{
+			int			d = ds[a];
+			double	   *rows = xmalloc(sizeof(double) * 5 * d);
+			float	   *x = xmalloc(sizeof(float) * d);
+			double		want[4];
+			double		got[4];
+			double		mw;
+			double		mg;
+			int			t;
+
+			fill_random(rows, 5 * d, pow(10.0, rng_uniform(-3, 3)), rep * 100.0);
+			for (t = 0; t < d; t++)
+				x[t] = (float) rows[4 * d + t];
+			fill_random(rows + 4 * d, d, 1.0, rep * 100.0);
+			pair_sq_portable(rows, rows + d, rows + 2 * d, rows + 3 * d, d, want);
+			pair(rows, rows + d, rows + 2 * d, rows + 3 * d, d, got);
+			check(&c, memcmp(want, got, sizeof(want)) == 0, "pair kernel", d, got[0], want[0]);
+			mw = member_sq_portable(x, rows + 4 * d, d);
+			mg = member(x, rows + 4 * d, d);
+			check(&c, memcmp(&mw, &mg, sizeof(mw)) == 0, "member kernel", d, mg, mw);
+			free(rows);
+			free(x);
+		}
+	finish_case(&c);
+}
+
+/* Every SIMD variant this CPU runs against the portable kernels. */
+static void
+test_variants(void)
+{
+#ifdef HAVE_X86_VARIANTS
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		check_variant("avx2", pair_sq_avx2, member_sq_avx2);
+	else
+	{
+		cases_skipped++;
+		printf("skip avx2 kernels: not supported by this CPU\n");
+	}
+	if (__builtin_cpu_supports("avx512f"))
+		check_variant("avx512", pair_sq_avx512, member_sq_avx512);
+	else
+	{
+		cases_skipped++;
+		printf("skip avx512 kernels: not supported by this CPU\n");
+	}
+#else
+	cases_skipped++;
+	printf("skip SIMD kernels: not built on this platform\n");
+#endif
+}
+
+/* Seconds of a clock since some fixed point. */
 static double
-now(void)
+seconds(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -706,7 +788,8 @@ time_prepare(int64_t k, int d, int neighbours)
 {
 	Problem		pb = alloc_problem(k, d);
 	CvNeighbourTable tb;
-	double		start;
+	double		wall;
+	double		cpu;
 	int64_t		i;
 
 	for (i = 0; i < k * d; i++)
@@ -718,11 +801,14 @@ time_prepare(int64_t k, int d, int neighbours)
 		pb.mean_dist[i] = 0.5;
 		pb.mean_norm[i] = 1.0;
 	}
-	start = now();
+	wall = seconds(CLOCK_MONOTONIC);
+	cpu = seconds(CLOCK_PROCESS_CPUTIME_ID);
 	if (cv_health_neighbour_prepare(&pb.set, neighbours, &tb) != 0)
 		printf("prepare failed\n");
-	printf("cv_health_neighbour_prepare k=%lld d=%d neighbours=%d: %.3f s\n",
-		   (long long) k, d, neighbours, now() - start);
+	cpu = seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu;
+	wall = seconds(CLOCK_MONOTONIC) - wall;
+	printf("cv_health_neighbour_prepare k=%lld d=%d neighbours=%d: %.3f s CPU, %.3f s wall\n",
+		   (long long) k, d, neighbours, cpu, wall);
 	cv_health_neighbour_free(&tb);
 	free_problem(&pb);
 }
@@ -741,6 +827,7 @@ main(int argc, char **argv)
 		time_prepare(10000, 1024, 5);
 		return 0;
 	}
+	test_variants();
 	test_single_cluster(4);
 	test_exact_ties();
 	test_coinciding(1e-9, 1);
@@ -748,6 +835,8 @@ main(int argc, char **argv)
 	test_random();
 	test_tiles();
 	test_grid();
+	if (cases_skipped > 0)
+		printf("%d skipped\n", cases_skipped);
 	printf("%d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed == 0 ? 0 : 1;
 }

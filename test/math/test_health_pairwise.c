@@ -982,6 +982,11 @@ run_case(Case *c)
 			check_bitwise(c, &got, &ref, kern->name);
 		if (c->kind == DATA_DUPLICATES && c->n > 2)
 			record(prof.recomputed > 0, c, kern->name, "recompute path taken", 0, 0);
+		if (c->kind == DATA_IDENTICAL && c->n >= 2)
+			record(got.value[CV_STAT_REDUNDANCY] == 1.0
+				   && got.value[CV_STAT_REDUNDANT_MEMBERS] == 1.0,
+				   c, kern->name, "identical members: cos exactly 1",
+				   got.value[CV_STAT_REDUNDANCY], 1.0);
 	}
 	/* the public entry point too (cv_distance's level) */
 	{
@@ -1093,6 +1098,9 @@ run_edges(void)
 	c = new_case(300, 64, DATA_CLUSTERED);
 	c.sigma_override = 0.0;
 	run_edge("sigma_override = 0", c);
+	c = new_case(300, 64, DATA_IDENTICAL);
+	c.params.dup_cos = 1.0;
+	run_edge("identical members, dup_cos = 1 (redundancy exactly 1)", c);
 	c = new_case(40, 64, DATA_IDENTICAL);
 	c.sigma_override = 0.5;
 	run_edge("sigma_override on a collapsed cluster", c);

@@ -14,6 +14,10 @@
  * rank_max_members (refused), collapsed, identical members.  Outputs are
  * poisoned before every call; only effective_rank and rank_refused may
  * change.  Set CV_TEST_SEED to replay; `--time` times n = 2000, d = 1024.
+ *
+ * The module is included rather than linked, so that its static SIMD kernel
+ * variants (Gram dot products, fused reduction row) can be checked against
+ * the portable ones bit for bit.
  */
 #include <math.h>
 #include <stdint.h>
@@ -22,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "health.h"
+#include "health_rank.c"
 
 #define MAX_REPORTED 5
 
@@ -46,6 +50,7 @@ typedef struct Cluster
 static uint64_t rng_state;
 static int	cases_passed;
 static int	cases_failed;
+static int	cases_skipped;
 
 /* splitmix64: tiny, seedable, good enough for test data. */
 static uint64_t
@@ -548,13 +553,109 @@ test_known_spectra(void)
 	test_axes(64, 33, spread, 5, "sv 1000:10:1:0.1:0.01 on axes");
 }
 
-/* Wall-clock seconds since some fixed point. */
+/* Random float64 vector: U(-1, 1) * scale. */
+static void
+fill_random(double *v, int len, double scale)
+{
+	int			t;
+
+	for (t = 0; t < len; t++)
+		v[t] = scale * rng_uniform(-1, 1);
+}
+
+/* The dot kernel of a variant against the portable one, bit for bit. */
+static void
+check_dot_variant(Case *c, DotKernel kernel)
+{
+	static const int lens[] = {8, 16, 64, 256, 1024};
+	size_t		a;
+
+	for (a = 0; a < sizeof(lens) / sizeof(lens[0]); a++)
+	{
+		int			len = lens[a];
+		double	   *rows = xcalloc((size_t) 4 * len, sizeof(double));
+		double		want[4];
+		double		got[4];
+
+		fill_random(rows, 4 * len, pow(10.0, rng_uniform(-3, 3)));
+		dot_2x2_portable(rows, rows + len, rows + 2 * len, rows + 3 * len, len, want);
+		kernel(rows, rows + len, rows + 2 * len, rows + 3 * len, len, got);
+		check(c, memcmp(want, got, sizeof(want)) == 0, "dot kernel", got[0], want[0]);
+		free(rows);
+	}
+}
+
+/* The fused row kernel of a variant against the portable one, bit for bit. */
+static void
+check_row_variant(Case *c, RowKernel kernel)
+{
+	static const int counts[] = {1, 2, 8, 9, 16, 17, 100, 1000};
+	size_t		a;
+
+	for (a = 0; a < sizeof(counts) / sizeof(counts[0]); a++)
+	{
+		int			i = 1 + (int) (a % 3);
+		int			len = i + counts[a];
+		double	   *buf = xcalloc((size_t) 8 * len, sizeof(double));
+		PassVectors pv;
+
+		fill_random(buf, 8 * len, pow(10.0, rng_uniform(-3, 3)));
+		/* r and p twice: the portable copy at buf, the variant's at buf + 4 len */
+		memcpy(buf + 4 * len, buf, sizeof(double) * 2 * len);
+		pv.v = buf + 2 * len;
+		pv.w = buf + 3 * len;
+		pv.u = buf + 6 * len;
+		pv.p = buf + len;
+		fused_row_portable(buf + i, i, counts[a], &pv);
+		pv.p = buf + 5 * len;
+		kernel(buf + 4 * len + i, i, counts[a], &pv);
+		check(c, memcmp(buf, buf + 4 * len, sizeof(double) * 2 * len) == 0, "fused row kernel",
+			  buf[4 * len + i], buf[i]);
+		free(buf);
+	}
+}
+
+/* Every SIMD variant this CPU runs against the portable kernels. */
+static void
+test_variants(void)
+{
+#ifdef HAVE_X86_VARIANTS
+	static const char *const names[2] = {"avx2", "avx512f"};
+	const DotKernel dots[2] = {dot_2x2_avx2, dot_2x2_avx512};
+	const RowKernel rows[2] = {fused_row_avx2, fused_row_avx512};
+	int			v;
+
+	__builtin_cpu_init();
+	for (v = 0; v < 2; v++)
+	{
+		Case		c;
+
+		if (!(v == 0 ? __builtin_cpu_supports("avx2") : __builtin_cpu_supports("avx512f")))
+		{
+			cases_skipped++;
+			printf("skip %s kernels: not supported by this CPU\n", names[v]);
+			continue;
+		}
+		snprintf(c.name, sizeof(c.name), "%s kernels = portable, bit for bit", names[v]);
+		c.checks = 0;
+		c.failures = 0;
+		check_dot_variant(&c, dots[v]);
+		check_row_variant(&c, rows[v]);
+		finish_case(&c);
+	}
+#else
+	cases_skipped++;
+	printf("skip SIMD kernels: not built on this platform\n");
+#endif
+}
+
+/* Seconds of a clock since some fixed point. */
 static double
-now(void)
+seconds(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -565,17 +666,22 @@ time_rank(int64_t n, int d)
 	Cluster		cl = new_cluster(n, d);
 	CvHealthParams params = {2.0, 0.95, 5, 256, 20, (int) n};
 	CvClusterStats out;
-	double		start;
+	double		wall;
+	double		cpu;
 	int64_t		i;
 
 	for (i = 0; i < n * d; i++)
 		cl.x[i] = (float) rng_uniform(-1, 1);
 	set_centroid(&cl);
 	poison(&out, false);
-	start = now();
+	wall = seconds(CLOCK_MONOTONIC);
+	cpu = seconds(CLOCK_PROCESS_CPUTIME_ID);
 	cv_health_effective_rank(cl.x, n, d, cl.c, &params, &out);
-	printf("cv_health_effective_rank n=%lld d=%d: %.3f s (effective_rank %.6f)\n",
-		   (long long) n, d, now() - start, out.value[CV_STAT_EFFECTIVE_RANK]);
+	cpu = seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu;
+	wall = seconds(CLOCK_MONOTONIC) - wall;
+	printf("cv_health_effective_rank n=%lld d=%d (side %lld): %.3f s CPU, %.3f s wall (effective_rank %.3f)\n",
+		   (long long) n, d, (long long) (n < d ? n : d), cpu, wall,
+		   out.value[CV_STAT_EFFECTIVE_RANK]);
 	free_cluster(&cl);
 }
 
@@ -595,6 +701,7 @@ main(int argc, char **argv)
 		time_rank(2000, 4096);
 		return 0;
 	}
+	test_variants();
 	test_nulls();
 	test_two_members(1);
 	test_two_members(40);
@@ -610,6 +717,8 @@ main(int argc, char **argv)
 	test_generic(3, 1, 0, 0);
 	test_generic(80, 80, 5, 0);
 	test_generic(150, 97, 2, 0);
+	if (cases_skipped > 0)
+		printf("%d skipped\n", cases_skipped);
 	printf("%d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed == 0 ? 0 : 1;
 }

@@ -1359,39 +1359,66 @@ test_seed_properties(void)
 	finish_group(&g);
 }
 
-/* Running sums of the per-draw calibration statistic. */
+/* Seeds counted as "recent" by the calibration's second statistic. */
+#define RECENT_SEEDS 8
+
+/* Running sums of the per-draw calibration statistics. */
 typedef struct Calibration
 {
 	double		sum_y;			/* sum of D(chosen) - E[D(chosen)] */
-	double		sum_var;		/* sum of Var[D(chosen)] */
+	double		var_y;
+	double		sum_a;			/* sum of [chosen near a recent seed] - P(...) */
+	double		var_a;
 	long		draws;
 	long		zero_draws;		/* chosen points already on a centre */
 } Calibration;
 
-/* Squared distance of row c to the nearest of the first t seeds. */
-static double
-seed_dist(const float *c, const float *seeds, int t, int d)
+/* Index of the nearest of the first t seeds (lowest on ties) and its distance. */
+static int
+nearest_seed(const float *c, const float *seeds, int t, int d, double *dist)
 {
-	double		best = INFINITY;
-	int			j;
-
-	for (j = 0; j < t; j++)
-	{
-		double		v = cv_distance->l2_squared(c, seeds + (size_t) j * d, d);
-
-		best = v < best ? v : best;
-	}
-	return best;
+	*dist = INFINITY;
+	return t == 0 ? -1 : brute_nearest(CV_NEAREST_L2, c, seeds, t, d, dist);
 }
 
 /*
- * Replays one seeding in order.  Under exact k-means++ the t-th seed is x
+ * Adds draw t's two statistics.  Under exact k-means++ the t-th seed is x
  * with probability D(x) / sum D (D to seeds 0 .. t-1), so D(chosen) has
- * mean sum D^2 / sum D and variance sum D^3 / sum D - mean^2.
+ * mean sum D^2 / sum D and variance sum D^3 / sum D - mean^2, and the
+ * chance that the chosen point's nearest seed is one of the last
+ * RECENT_SEEDS is the D-mass of those points.
  */
 static void
+calibrate_draw(Calibration *cal, const double *dist, const int *near, int n,
+			   int t, double dc, int near_c)
+{
+	double		s1 = 0.0, s2 = 0.0, s3 = 0.0, recent = 0.0;
+	double		mean;
+	double		p;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		s1 += dist[i];
+		s2 += dist[i] * dist[i];
+		s3 += dist[i] * dist[i] * dist[i];
+		if (near[i] >= t - RECENT_SEEDS)
+			recent += dist[i];
+	}
+	mean = s2 / s1;
+	p = recent / s1;
+	cal->sum_y += dc - mean;
+	cal->var_y += s3 / s1 - mean * mean;
+	cal->sum_a += (near_c >= t - RECENT_SEEDS) - p;
+	cal->var_a += p * (1.0 - p);
+	cal->draws++;
+	cal->zero_draws += dc == 0.0;
+}
+
+/* Replays one seeding in order, adding every draw's statistics. */
+static void
 calibrate_seeding(Calibration *cal, const float *x, int n, int d,
-				  const float *seeds, int k, double *dist)
+				  const float *seeds, int k, double *dist, int *near)
 {
 	int			t;
 	int			i;
@@ -1401,42 +1428,33 @@ calibrate_seeding(Calibration *cal, const float *x, int n, int d,
 	for (t = 0; t < k; t++)
 	{
 		const float *c = seeds + (size_t) t * d;
+		double		dc;
+		int			near_c = nearest_seed(c, seeds, t, d, &dc);
 
 		if (t > 0)
-		{
-			double		s1 = 0.0, s2 = 0.0, s3 = 0.0;
-			double		dc = seed_dist(c, seeds, t, d);
-			double		mean;
-
-			for (i = 0; i < n; i++)
-			{
-				s1 += dist[i];
-				s2 += dist[i] * dist[i];
-				s3 += dist[i] * dist[i] * dist[i];
-			}
-			mean = s2 / s1;
-			cal->sum_y += dc - mean;
-			cal->sum_var += s3 / s1 - mean * mean;
-			cal->draws++;
-			cal->zero_draws += dc == 0.0;
-		}
+			calibrate_draw(cal, dist, near, n, t, dc, near_c);
 		for (i = 0; i < n; i++)
 		{
 			double		v = cv_distance->l2_squared(x + (size_t) i * d, c, d);
 
-			dist[i] = v < dist[i] ? v : dist[i];
+			if (v < dist[i])
+			{
+				dist[i] = v;
+				near[i] = t;
+			}
 		}
 	}
 }
 
 /*
  * Every draw of the lazy (rejection) seeding follows the k-means++ law
- * given the seeds before it: the standardised sum of D(chosen) - E[...]
- * over all draws of many runs must satisfy |z| < 5 (a correct sampler
- * fails about once in 1.7 million runs).  In 2-D with k = 64, draws from
- * the 9th on have pending centres (up to 16) that lower D a lot near
- * themselves, so a wrong acceptance rule (half or twice the right ratio)
- * shifts z by many units; a chosen point with D = 0 is a failure outright.
+ * given the seeds before it: two standardised sums over all draws of many
+ * runs must satisfy |z| < 5 (a correct sampler fails about once in a
+ * million runs).  In 2-D with k = 64, draws from the 9th on have pending
+ * centres (up to 16) that lower D near themselves; a wrong acceptance
+ * ratio moves probability into or out of exactly the points near recent
+ * seeds, which the second statistic counts.  A chosen point with D = 0
+ * fails outright.
  */
 static void
 test_seed_calibration(void)
@@ -1445,14 +1463,17 @@ test_seed_calibration(void)
 	int			n = 400;
 	int			d = 2;
 	int			k = 64;
-	int			runs = 300;
+	int			runs = 600;
 	float	   *x = uniform_points(n, d, -1, 1);
 	float	   *seeds = xmalloc(sizeof(float) * k * d);
 	double	   *dist = xmalloc(sizeof(double) * n);
-	Calibration cal = {0, 0, 0, 0};
-	double		z;
+	int		   *near = xmalloc(sizeof(int) * n);
+	Calibration cal;
+	double		zy;
+	double		za;
 	int			r;
 
+	memset(&cal, 0, sizeof(cal));
 	for (r = 0; r < runs; r++)
 	{
 		CvKmeansParams p = params_of(k, 0, rng_next(), CV_KMEANS_L2);
@@ -1460,15 +1481,19 @@ test_seed_calibration(void)
 
 		check(&g, cv_kmeans_seed(x, n, d, &p, seeds, &n_seeds) == CV_MATH_OK
 			  && n_seeds == k, "seeding failed");
-		calibrate_seeding(&cal, x, n, d, seeds, k, dist);
+		calibrate_seeding(&cal, x, n, d, seeds, k, dist, near);
 	}
-	z = cal.sum_y / sqrt(cal.sum_var);
-	check(&g, fabs(z) < 5.0, "z = %.2f over %ld draws", z, cal.draws);
+	zy = cal.sum_y / sqrt(cal.var_y);
+	za = cal.sum_a / sqrt(cal.var_a);
+	check(&g, fabs(zy) < 5.0, "D(chosen): z = %.2f over %ld draws", zy, cal.draws);
+	check(&g, fabs(za) < 5.0, "near a recent seed: z = %.2f over %ld draws", za, cal.draws);
 	check(&g, cal.zero_draws == 0, "%ld draws chose a point on a centre", cal.zero_draws);
-	printf("     -       (calibration z = %.2f over %ld draws)\n", z, cal.draws);
+	printf("     -       (calibration over %ld draws: z = %.2f and %.2f)\n",
+		   cal.draws, zy, za);
 	free(x);
 	free(seeds);
 	free(dist);
+	free(near);
 	finish_group(&g);
 }
 
