@@ -61,6 +61,20 @@ SELECT * FROM cluster_health('mixed_dims', 'label', 'v');
 SELECT cluster, effective_rank IS NULL AS refused
 FROM cluster_health('pts', 'label', 'v', rank_max_members => 2) ORDER BY cluster;
 
+-- inputs beyond clustervec.health_memory: the sort spills and clusters come
+-- in several chunks, with the same results
+CREATE TABLE chunky AS
+SELECT i, i % 20 AS label,
+       (SELECT array_agg(sin(i * 0.37 + j * 1.3 + (i % 20) * 2.0)::real ORDER BY j)
+        FROM generate_series(1, 128) j)::cvec AS v
+FROM generate_series(1, 4000) i;
+CREATE TEMP TABLE roomy AS SELECT * FROM cluster_health('chunky', 'label', 'v', 'i');
+SET clustervec.health_memory = '1MB';
+SELECT count(*) AS clusters, count(*) FILTER (WHERE (c.*)::text = (r.*)::text) AS identical
+FROM cluster_health('chunky', 'label', 'v', 'i') c JOIN roomy r USING (cluster);
+RESET clustervec.health_memory;
+DROP TABLE chunky;
+
 -- cluster_stats: the one-pass part of the centroid family, as an aggregate
 SELECT label, (s).n, (s).centroid, round((s).inertia::numeric, 9) AS inertia,
        round((s).mean_norm::numeric, 9) AS mean_norm

@@ -12,6 +12,7 @@
 
 #include <math.h>
 
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -315,9 +316,14 @@ health_run(HealthRun *run)
 {
 	run->started = run->last_report = GetCurrentTimestamp();
 	run->k = 0;
-	if (run->input.rows == 0)
-		return;
-	for_each_chunk(run, true, centroid_pass);
-	prepare_globals(run);
-	for_each_chunk(run, false, second_pass);
+	if (run->input.rows > 0)
+	{
+		for_each_chunk(run, true, centroid_pass);
+		prepare_globals(run);
+		for_each_chunk(run, false, second_pass);
+	}
+	/* the sort's temporary files go now, not at the end of the transaction */
+	ExecDropSingleTupleTableSlot(run->input.slot);
+	tuplesort_end(run->input.sort);
+	run->input.sort = NULL;
 }
