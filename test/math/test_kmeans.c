@@ -944,6 +944,63 @@ expected_mean(const float *x, size_t n, int d, const int32_t *assign, int c,
 	free(s);
 }
 
+/* Brute-force assignment of n points to k centroids under a k-means metric. */
+static int32_t *
+brute_assignment(const float *x, size_t n, int d, const float *c, int k,
+				 CvKmeansMetric metric)
+{
+	int32_t    *out = xmalloc(sizeof(int32_t) * n);
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+	{
+		double		dist;
+
+		out[i] = brute_nearest(nearest_metric(metric), x + i * d, c, k, d, &dist);
+	}
+	return out;
+}
+
+/* One update case: n points, k centroids drawn from them, one iteration. */
+static void
+check_update_case(Group *g, CvKmeansMetric metric, size_t n, int d, int k)
+{
+	float	   *x = clustered_points(n, d, k, 0.4, metric == CV_KMEANS_L2 ? 5.0 : 0.0);
+	float	   *c;
+	float	   *old = xmalloc(sizeof(float) * k * d);
+	float	   *want = xmalloc(sizeof(float) * d);
+	int32_t    *assign = xmalloc(sizeof(int32_t) * n);
+	int32_t    *brute;
+	CvKmeansParams p = params_of(k, 1, 0, metric);
+	CvKmeansResult res;
+	int			j;
+
+	if (metric != CV_KMEANS_L2)
+		normalize_rows(x, n, d);	/* unit data: every centroid keeps its own point */
+	c = sample_rows(x, n, d, k);
+	memcpy(old, c, sizeof(float) * k * d);
+	brute = brute_assignment(x, n, d, old, k, metric);
+	poison(NULL, 0, assign, n, NULL, 0);
+	check(g, cv_kmeans_lloyd(x, n, d, &p, c, assign, NULL, &res) == CV_MATH_OK, "status");
+	check(g, res.refilled == 0 && res.iterations_run == 1, "refilled %d run %d",
+		  res.refilled, res.iterations_run);
+	check(g, memcmp(assign, brute, sizeof(int32_t) * n) == 0,
+		  "metric %d: assignment differs from brute force", (int) metric);
+	for (j = 0; j < k; j++)
+	{
+		expected_mean(x, n, d, brute, j, metric == CV_KMEANS_SPHERICAL,
+					  old + (size_t) j * d, want);
+		check(g, memcmp(want, c + (size_t) j * d, sizeof(float) * d) == 0,
+			  "metric %d d=%d: centroid %d is not the float64 mean", (int) metric, d, j);
+	}
+	free(x);
+	free(c);
+	free(old);
+	free(want);
+	free(assign);
+	free(brute);
+}
+
 /* One Lloyd iteration from given centroids equals brute-force assignment + float64 means. */
 static void
 test_kmeans_update(void)
@@ -954,53 +1011,7 @@ test_kmeans_update(void)
 
 	for (metric = 0; metric < 3; metric++)
 		for (rep = 0; rep < 3; rep++)
-		{
-			size_t		n = 1500;
-			int			d = 7 + 9 * rep;
-			int			k = 13 + 20 * rep;
-			float	   *x = clustered_points(n, d, k, 0.4, metric == CV_KMEANS_L2 ? 5.0 : 0.0);
-			float	   *c;
-			float	   *want = xmalloc(sizeof(float) * d);
-			int32_t    *assign = xmalloc(sizeof(int32_t) * n);
-			int32_t    *brute = xmalloc(sizeof(int32_t) * n);
-			CvKmeansParams p = params_of(k, 1, 0, (CvKmeansMetric) metric);
-			CvKmeansResult res;
-			float	   *old;
-			size_t		i;
-			int			j;
-
-			if (metric != CV_KMEANS_L2)
-				normalize_rows(x, n, d);	/* unit data: every centroid keeps its own point */
-			c = sample_rows(x, n, d, k);
-			old = xmalloc(sizeof(float) * k * d);
-			memcpy(old, c, sizeof(float) * k * d);
-			for (i = 0; i < n; i++)
-			{
-				double		dist;
-
-				brute[i] = brute_nearest(nearest_metric((CvKmeansMetric) metric),
-										 x + i * d, old, k, d, &dist);
-			}
-			poison(NULL, 0, assign, n, NULL, 0);
-			check(&g, cv_kmeans_lloyd(x, n, d, &p, c, assign, NULL, &res) == CV_MATH_OK, "status");
-			check(&g, res.refilled == 0 && res.iterations_run == 1, "refilled %d run %d",
-				  res.refilled, res.iterations_run);
-			check(&g, memcmp(assign, brute, sizeof(int32_t) * n) == 0,
-				  "metric %d: assignment differs from brute force", metric);
-			for (j = 0; j < k; j++)
-			{
-				expected_mean(x, n, d, brute, j, metric == CV_KMEANS_SPHERICAL,
-							  old + (size_t) j * d, want);
-				check(&g, memcmp(want, c + (size_t) j * d, sizeof(float) * d) == 0,
-					  "metric %d rep %d: centroid %d is not the float64 mean", metric, rep, j);
-			}
-			free(x);
-			free(c);
-			free(old);
-			free(want);
-			free(assign);
-			free(brute);
-		}
+			check_update_case(&g, (CvKmeansMetric) metric, 1500, 7 + 9 * rep, 13 + 20 * rep);
 	finish_group(&g);
 }
 
