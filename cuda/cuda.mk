@@ -1,18 +1,27 @@
 # Builds clustervec_cuda.so, the library only the GPU worker dlopens.
 # sm_90a for wgmma/TMA kernels, sm_90, and compute_80 PTX for other GPUs.
+# cudart is linked statically, so the library needs only the driver
+# (libcuda.so.1), which it opens at run time: without one, every entry point
+# answers CVCUDA_NO_DEVICE.
 
 CUDA_GENCODE = -gencode arch=compute_90a,code=sm_90a \
 	-gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_80,code=compute_80
 NVCCFLAGS = -O3 -std=c++17 $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra \
-	-I$(srcdir)/cuda/include -I$(srcdir)/src
+	-I$(srcdir)/cuda/include -I$(srcdir)/cuda -I$(srcdir)/src
 CUDA_SRCS = $(wildcard $(srcdir)/cuda/*.cu)
 CUDA_OBJS = $(patsubst $(srcdir)/%.cu,%.cuda.o,$(CUDA_SRCS))
+CUDA_HDRS = $(wildcard $(srcdir)/cuda/*.cuh $(srcdir)/cuda/*.h) \
+	$(srcdir)/cuda/include/clustervec_cuda.h
 CUDA_LIB = cuda/clustervec_cuda$(DLSUFFIX)
 
 all: $(CUDA_LIB)
 
-%.cuda.o: %.cu $(wildcard $(srcdir)/cuda/*.cuh) $(srcdir)/cuda/include/clustervec_cuda.h
+# The distance kernels must round every product and sum separately, as the
+# CPU path does (bitwise-equal distances): no contracted multiply-adds.
+cuda/knn_distance.cuda.o: NVCCFLAGS += -fmad=false
+
+%.cuda.o: %.cu $(CUDA_HDRS)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(CUDA_LIB): $(CUDA_OBJS)
@@ -31,12 +40,13 @@ uninstall-cuda:
 clean: clean-cuda
 .PHONY: clean-cuda
 clean-cuda:
-	rm -f $(CUDA_OBJS) $(CUDA_LIB) cuda/tests/ping_test
+	rm -f $(CUDA_OBJS) $(CUDA_LIB)
 
-# Standalone harness: cuda/tests/ping_test dlopens the library like the worker.
-cuda/tests/ping_test: $(srcdir)/cuda/tests/ping_test.c $(srcdir)/cuda/include/clustervec_cuda.h
-	$(CC) -O2 -Wall -Wextra -I$(srcdir)/cuda/include $< -o $@ -ldl
-
+# Both tests (built by cpu.mk) against the CUDA library on a machine with a
+# GPU; --require-device turns "no device" into a failure instead of a skip.
 .PHONY: cudatest
-cudatest: $(CUDA_LIB) cuda/tests/ping_test
-	cuda/tests/ping_test ./$(CUDA_LIB)
+cudatest: $(CUDA_LIB) cuda/tests/ping_test cuda/tests/knn_test
+	@st=0; \
+	cuda/tests/ping_test ./$(CUDA_LIB) --require-device || st=1; \
+	cuda/tests/knn_test ./$(CUDA_LIB) --require-device || st=1; \
+	exit $$st

@@ -1,8 +1,9 @@
 /*
- * ping_test: opens clustervec_cuda.so with dlopen, as the worker does, and
- * checks the ping kernel's output element by element.  Without a device it
- * checks that the library says so with CVCUDA_NO_DEVICE instead of failing.
- * Usage: ping_test path/to/clustervec_cuda.so [--require-device]
+ * ping_test: opens a clustervec GPU library with dlopen, as the worker does
+ * (clustervec_cuda.so or the CPU shim clustervec_cuda_cpu.so), and checks the
+ * ping's output element by element.  Without a device it checks that the
+ * library says so with CVCUDA_NO_DEVICE instead of failing.
+ * Usage: ping_test path/to/library.so [--require-device]
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include "clustervec_cuda.h"
 
 typedef int (*AbiFn) (void);
+typedef const char *(*NameFn) (void);
 typedef CvCudaStatus (*InfoFn) (int, CvCudaDeviceInfo *, CvCudaError *);
 typedef CvCudaStatus (*PingFn) (int, int, float, float *, CvCudaError *);
 
@@ -28,15 +30,31 @@ count_wrong(const float *out, int n, float scale)
 	return wrong;
 }
 
+/* A symbol of the library, or NULL (reported). */
+static void *
+resolve(void *lib, const char *name)
+{
+	void	   *symbol = dlsym(lib, name);
+
+	if (symbol == NULL)
+		printf("missing symbol %s\n", name);
+	return symbol;
+}
+
 int
 main(int argc, char **argv)
 {
 	void	   *lib;
+	AbiFn		abi_version;
+	NameFn		backend_name;
+	InfoFn		device_info;
+	PingFn		ping;
 	CvCudaDeviceInfo info;
 	CvCudaError err;
 	CvCudaStatus status;
 	int			require = argc > 2 && strcmp(argv[2], "--require-device") == 0;
-	int			passed = 0, failed = 0;
+	int			passed = 0,
+				failed = 0;
 	const int	n = 100003;
 	float	   *out;
 
@@ -46,11 +64,24 @@ main(int argc, char **argv)
 		printf("0 passed, 1 failed\n");
 		return 1;
 	}
-	if (((AbiFn) dlsym(lib, "cvcuda_abi_version")) () == CVCUDA_ABI_VERSION)
+	abi_version = (AbiFn) resolve(lib, "cvcuda_abi_version");
+	backend_name = (NameFn) resolve(lib, "cvcuda_backend_name");
+	device_info = (InfoFn) resolve(lib, "cvcuda_device_info");
+	ping = (PingFn) resolve(lib, "cvcuda_ping");
+	if (!abi_version || !backend_name || !device_info || !ping)
+	{
+		printf("0 passed, 1 failed\n");
+		return 1;
+	}
+	if (abi_version() == CVCUDA_ABI_VERSION)
 		passed++;
 	else
+	{
+		printf("ABI version %d, expected %d\n", abi_version(), CVCUDA_ABI_VERSION);
 		failed++;
-	status = ((InfoFn) dlsym(lib, "cvcuda_device_info")) (0, &info, &err);
+	}
+	printf("backend: %s\n", backend_name());
+	status = device_info(0, &info, &err);
 	if (status == CVCUDA_NO_DEVICE && !require)
 	{
 		printf("no device (%s): ping skipped\n", err.message);
@@ -70,7 +101,7 @@ main(int argc, char **argv)
 	out = malloc(sizeof(float) * n);
 	for (int i = 0; i < n; i++)
 		out[i] = NAN;
-	status = ((PingFn) dlsym(lib, "cvcuda_ping")) (0, n, 0.5f, out, &err);
+	status = ping(0, n, 0.5f, out, &err);
 	if (status == CVCUDA_OK && count_wrong(out, n, 0.5f) == 0)
 		passed++;
 	else
@@ -78,11 +109,14 @@ main(int argc, char **argv)
 		printf("ping failed: status %d, %s\n", status, err.message);
 		failed++;
 	}
-	status = ((PingFn) dlsym(lib, "cvcuda_ping")) (0, 0, 1.0f, out, &err);
-	if (status == CVCUDA_INVALID_ARGUMENT)
+	status = ping(0, 0, 1.0f, out, &err);
+	if (status == CVCUDA_INVALID_ARGUMENT && err.status == CVCUDA_INVALID_ARGUMENT)
 		passed++;
 	else
+	{
+		printf("ping with n = 0: status %d, expected %d\n", status, CVCUDA_INVALID_ARGUMENT);
 		failed++;
+	}
 	free(out);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

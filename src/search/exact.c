@@ -153,7 +153,7 @@ group_on_gpu(Search *s, int first, int n, CvGpuError *error)
 	ok = cv_gpu_run(&request, args, 4, query_bytes + row_bytes, error, NULL);
 	if (ok)
 	{
-		index = (long long *) (request.payload + query_bytes + row_bytes);
+		index = (long long *) (request.payload + cv_knn_results_offset(n, s->count, s->dims));
 		distance = (double *) (index + (Size) n * s->k);
 		for (int q = 0; q < n; q++)
 			for (int r = 0; r < s->k; r++)
@@ -203,7 +203,7 @@ plan_chunks(Search *s)
 	if (s->use_gpu)
 	{
 		s->group = (int) Max(1, Min((Size) s->nq, (CV_GPU_STAGING_BYTES / 2) / per_query));
-		s->chunk_rows = (CV_GPU_STAGING_BYTES - (Size) s->group * per_query) /
+		s->chunk_rows = (CV_GPU_STAGING_BYTES - 8 - (Size) s->group * per_query) /
 			(sizeof(float) * (Size) s->dims);
 		if (s->chunk_rows < 1)
 			s->use_gpu = false;

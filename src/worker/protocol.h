@@ -94,6 +94,22 @@ typedef struct CvGpuShared
 	CvGpuSlot	slots[CV_GPU_SLOTS];
 } CvGpuShared;
 
+/*
+ * Layout of a k-NN request's staging buffer: the nq queries, then the rows,
+ * then (8-byte aligned) nq x k int64 indexes and nq x k float8 distances.
+ */
+static inline Size
+cv_knn_results_offset(int64 nq, int64 rows, int64 dims)
+{
+	return TYPEALIGN(8, sizeof(float) * (Size) (nq + rows) * dims);
+}
+
+static inline Size
+cv_knn_request_bytes(int64 nq, int64 rows, int64 dims, int64 k)
+{
+	return cv_knn_results_offset(nq, rows, dims) + 16 * (Size) nq * k;
+}
+
 /* shmem.c */
 extern CvGpuShared *cv_gpu_shared;
 extern void cv_gpu_request_shmem(void);

@@ -228,8 +228,9 @@ check_knn_request(const CvGpuSlot *slot)
 
 	if (rows < 0 || dims < 1 || nq < 1 || k < 1 || slot->staging < 0)
 		return "k-NN request with invalid sizes";
-	bytes = (double) nq * dims * 4 + (double) rows * dims * 4 + (double) nq * k * 16;
-	if (bytes > CV_GPU_STAGING_BYTES)
+	bytes = (double) (nq + rows) * dims * 4 + 8 + (double) nq * k * 16;
+	if (bytes > CV_GPU_STAGING_BYTES ||
+		cv_knn_request_bytes(nq, rows, dims, k) > CV_GPU_STAGING_BYTES)
 		return "k-NN request larger than its staging buffer";
 	return NULL;
 }
@@ -260,7 +261,8 @@ execute(CvGpuSlot *slot)
 						k = slot->args[3];
 			float	   *queries = (float *) payload;
 			float	   *base = queries + nq * dims;
-			long long  *index = (long long *) (base + slot->args[0] * dims);
+			long long  *index = (long long *) (payload +
+											   cv_knn_results_offset(nq, slot->args[0], dims));
 			double	   *distance = (double *) (index + nq * k);
 
 			status = library.knn_exact(base, slot->args[0], dims, queries, nq, k,

@@ -1,0 +1,57 @@
+# Builds clustervec_cuda_cpu.so, the CPU implementation of the GPU library's
+# API (cuda/include/clustervec_cuda.h), everywhere, nvcc or not; and the
+# standalone tests that dlopen either library as the worker does.
+# Included unconditionally by the top-level Makefile (after PGXS).
+#
+#   make cputest     both tests against clustervec_cuda_cpu.so
+#   make cudatest    both tests against clustervec_cuda.so (cuda.mk; GPU machine)
+
+CVCUDA_CPU_LIB = cuda/clustervec_cuda_cpu$(DLSUFFIX)
+CVCUDA_MATH_SRCS = $(sort $(wildcard $(srcdir)/src/math/distance*.c))
+CVCUDA_MATH_HDRS = $(wildcard $(srcdir)/src/math/distance*.h)
+CVCUDA_API_HDRS = $(srcdir)/cuda/include/clustervec_cuda.h $(srcdir)/cuda/cvcuda_internal.h
+# -ffp-contract=off is part of src/math's bitwise contract (no fused multiply-add).
+CVCUDA_CPU_CFLAGS = -O2 -Wall -Wextra -ffp-contract=off \
+	-I$(srcdir)/cuda/include -I$(srcdir)/cuda -I$(srcdir)/src/math
+CVCUDA_TESTS = cuda/tests/ping_test cuda/tests/knn_test
+
+all: $(CVCUDA_CPU_LIB)
+
+# Hidden visibility: only the API (marked in cpu_shim.c) is exported.
+$(CVCUDA_CPU_LIB): $(srcdir)/cuda/cpu_shim.c $(CVCUDA_MATH_SRCS) $(CVCUDA_MATH_HDRS) $(CVCUDA_API_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CVCUDA_CPU_CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ \
+		$(srcdir)/cuda/cpu_shim.c $(CVCUDA_MATH_SRCS) -lm
+
+install: install-cuda-cpu
+.PHONY: install-cuda-cpu
+install-cuda-cpu: $(CVCUDA_CPU_LIB)
+	$(INSTALL_SHLIB) $(CVCUDA_CPU_LIB) '$(DESTDIR)$(pkglibdir)/'
+
+uninstall: uninstall-cuda-cpu
+.PHONY: uninstall-cuda-cpu
+uninstall-cuda-cpu:
+	rm -f '$(DESTDIR)$(pkglibdir)/clustervec_cuda_cpu$(DLSUFFIX)'
+
+clean: clean-cuda-cpu
+.PHONY: clean-cuda-cpu
+clean-cuda-cpu:
+	rm -f $(CVCUDA_CPU_LIB) $(CVCUDA_TESTS)
+
+# The tests dlopen the library named on their command line, like the worker.
+cuda/tests/ping_test: $(srcdir)/cuda/tests/ping_test.c $(CVCUDA_API_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CVCUDA_CPU_CFLAGS) $< -o $@ -ldl
+
+# knn_test's reference is src/math's scalar l2_squared, linked in.
+cuda/tests/knn_test: $(srcdir)/cuda/tests/knn_test.c $(CVCUDA_MATH_SRCS) $(CVCUDA_MATH_HDRS) $(CVCUDA_API_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CVCUDA_CPU_CFLAGS) $< $(CVCUDA_MATH_SRCS) -o $@ -ldl -lm
+
+# Runs both tests even when the first fails; each ends "N passed, N failed".
+.PHONY: cputest
+cputest: $(CVCUDA_CPU_LIB) $(CVCUDA_TESTS)
+	@st=0; \
+	cuda/tests/ping_test ./$(CVCUDA_CPU_LIB) --require-device || st=1; \
+	cuda/tests/knn_test ./$(CVCUDA_CPU_LIB) --require-device || st=1; \
+	exit $$st
