@@ -27,6 +27,11 @@ REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
 	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cluster_health gpu_cpu_path
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
+# TAP tests (PostgreSQL::Test::Cluster): recall, WAL replay on a standby,
+# crashes, concurrent rebuilds and load; they run initdb, so never as root.
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+PROVE_FLAGS = -I $(srcdir)/test/t
 
 # One reduction order for every SIMD variant: no contracted multiply-adds
 # (in CPPFLAGS so the LLVM bitcode gets it too).
@@ -39,6 +44,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+
+# PGXS tracks no header dependencies: every object depends on every header.
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h $(srcdir)/cuda/include/*.h)
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null)
 ifneq ($(CUDA),)

@@ -7,7 +7,10 @@
 #include <math.h>
 
 #include "access/relation.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
 #include "catalog/pg_class.h"
+#include "storage/lmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -162,10 +165,25 @@ verify_chain(Relation index, const CvIvfMetaPageData *meta pg_attribute_unused()
 		report_violation(index, last, 0, "the directory records the last page of each list");
 }
 
+/*
+ * Inserts append while a list is walked, so the walk and the directory's
+ * count can only be compared with writers kept out: SHARE on the table.
+ */
+static Relation
+open_index_without_writers(Oid relid)
+{
+	Oid			heap = IndexGetRelation(relid, true);
+
+	/* a standby has no writers, and takes no SHARE lock during recovery */
+	if (OidIsValid(heap) && !RecoveryInProgress())
+		LockRelationOid(heap, ShareLock);
+	return open_cvivf_index(relid);
+}
+
 Datum
 cvivf_verify(PG_FUNCTION_ARGS)
 {
-	Relation	index = open_cvivf_index(PG_GETARG_OID(0));
+	Relation	index = open_index_without_writers(PG_GETARG_OID(0));
 	CvIvfMetaPageData meta;
 	VerifyState state = {0};
 	bool		owned;

@@ -176,11 +176,11 @@ extern void cvivf_writer_add(CvIvfBuildWriter *writer, ItemPointer tid, const fl
 extern void cvivf_writer_finish(CvIvfBuildWriter *writer);
 extern void cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
 							   ItemPointer tid, const float *vector);
-extern int	cvivf_mark_dead(Relation index, BlockNumber block, const Size *offsets, int count,
+extern int	cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list,
+							BlockNumber block, const Size *offsets, int count,
 							BufferAccessStrategy strategy);
+extern void cvivf_bump_generation(Relation index);
 extern void cvivf_set_dimensions(Relation index, int dimensions);
-extern void cvivf_update_after_vacuum(Relation index, const CvIvfMetaPageData *meta,
-									  const int64 *removed_per_list);
 
 /* build.c, insert.c, scan.c, vacuum.c, cost.c, validate.c */
 extern IndexBuildResult *cvivfbuild(Relation heap, Relation index, IndexInfo *info);

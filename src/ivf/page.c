@@ -432,20 +432,33 @@ cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
  * mirror's recorded list ends stay valid), then fix the counts.
  * --------------------------------------------------------------------- */
 
-/* Sets the dead flag of the tuples whose headers start at offsets on block. */
+/*
+ * Sets the dead flag of the tuples whose headers start at offsets on block,
+ * and subtracts them from their list's count in the same WAL record, so a
+ * crash between two pages never leaves a count that disagrees with the
+ * flags.  The directory page is locked first, as inserts do.
+ */
 int
-cvivf_mark_dead(Relation index, BlockNumber block, const Size *offsets, int count,
-				BufferAccessStrategy strategy)
+cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list, BlockNumber block,
+				const Size *offsets, int count, BufferAccessStrategy strategy)
 {
-	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+	BlockNumber dir_block = cvivf_directory_block(meta, list);
+	Buffer		dir_buf = ReadBufferExtended(index, MAIN_FORKNUM, dir_block, RBM_NORMAL, strategy);
+	Buffer		buf;
 	GenericXLogState *state;
 	Page		page;
+	CvIvfListEntry *entry;
 	int			marked = 0;
 
+	LockBuffer(dir_buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(dir_buf), dir_block, CVIVF_PAGE_DIRECTORY);
+	buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_DATA);
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, buf, 0);
+	entry = &((CvIvfListEntry *) PageGetContents(GenericXLogRegisterBuffer(state, dir_buf, 0)))
+		[cvivf_directory_slot(meta, list)];
 	for (int i = 0; i < count; i++)
 	{
 		CvIvfTupleHeader *header = (CvIvfTupleHeader *) ((char *) page + offsets[i]);
@@ -456,47 +469,24 @@ cvivf_mark_dead(Relation index, BlockNumber block, const Size *offsets, int coun
 			marked++;
 		}
 	}
+	entry->tuples -= Min(entry->tuples, (uint64) marked);
 	if (marked > 0)
 		GenericXLogFinish(state);
 	else
 		GenericXLogAbort(state);
 	UnlockReleaseBuffer(buf);
+	UnlockReleaseBuffer(dir_buf);
 	return marked;
 }
 
-/* Subtracts removed tuples from the directory and bumps the generation. */
+/* Bumps the generation: a mirror of the old contents must not be used. */
 void
-cvivf_update_after_vacuum(Relation index, const CvIvfMetaPageData *meta,
-						  const int64 *removed_per_list)
+cvivf_bump_generation(Relation index)
 {
-	uint32		per_page = meta->entries_per_directory_page;
-	Buffer		buf;
+	Buffer		buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
 	GenericXLogState *state;
 	Page		page;
 
-	for (uint32 first = 0; first < meta->lists; first += per_page)
-	{
-		uint32		count = Min(per_page, meta->lists - first);
-		bool		changed = false;
-
-		for (uint32 i = 0; i < count; i++)
-			changed |= removed_per_list[first + i] > 0;
-		if (!changed)
-			continue;
-		buf = ReadBuffer(index, meta->first_directory_block + first / per_page);
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		state = GenericXLogStart(index);
-		page = GenericXLogRegisterBuffer(state, buf, 0);
-		for (uint32 i = 0; i < count; i++)
-		{
-			CvIvfListEntry *entry = &((CvIvfListEntry *) PageGetContents(page))[i];
-
-			entry->tuples -= Min(entry->tuples, (uint64) removed_per_list[first + i]);
-		}
-		GenericXLogFinish(state);
-		UnlockReleaseBuffer(buf);
-	}
-	buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, buf, 0);

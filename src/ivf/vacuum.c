@@ -22,10 +22,10 @@ typedef struct BulkDeleteState
 	IndexBulkDeleteCallback callback;
 	void	   *callback_state;
 	IndexBulkDeleteResult *stats;
+	bool		generation_bumped;
 	DeadTuple  *dead;
 	int			dead_count;
 	int			dead_capacity;
-	uint64		seen;
 } BulkDeleteState;
 
 static void
@@ -34,8 +34,6 @@ judge_tuple(const CvIvfTupleHeader *header, const float *vector pg_attribute_unu
 {
 	BulkDeleteState *state = (BulkDeleteState *) arg;
 
-	if ((++state->seen & 1023) == 0)
-		vacuum_delay_point();
 	if (!state->callback((ItemPointer) &header->heap_tid, state->callback_state))
 	{
 		state->stats->num_index_tuples++;
@@ -51,14 +49,24 @@ judge_tuple(const CvIvfTupleHeader *header, const float *vector pg_attribute_unu
 	state->dead_count++;
 }
 
-/* Flags the collected dead tuples, one page (one WAL record) at a time. */
+/*
+ * Flags the collected dead tuples of one list, one page (one WAL record,
+ * with the list's count) at a time.  The generation goes up before the
+ * first flag, so no mirror outlives a change it did not see.
+ */
 static int64
-flag_dead(Relation index, BulkDeleteState *state, BufferAccessStrategy strategy)
+flag_dead(Relation index, const CvIvfMetaPageData *meta, int list, BulkDeleteState *state,
+		  BufferAccessStrategy strategy)
 {
 	int64		removed = 0;
 	Size	   *offsets = palloc(sizeof(Size) * Max(state->dead_count, 1));
 	int			start = 0;
 
+	if (state->dead_count > 0 && !state->generation_bumped)
+	{
+		cvivf_bump_generation(index);
+		state->generation_bumped = true;
+	}
 	while (start < state->dead_count)
 	{
 		int			end = start;
@@ -68,9 +76,10 @@ flag_dead(Relation index, BulkDeleteState *state, BufferAccessStrategy strategy)
 			offsets[end - start] = state->dead[end].offset;
 			end++;
 		}
-		removed += cvivf_mark_dead(index, state->dead[start].block, offsets, end - start,
-								   strategy);
+		removed += cvivf_mark_dead(index, meta, list, state->dead[start].block, offsets,
+								   end - start, strategy);
 		start = end;
+		vacuum_delay_point();	/* no page lock is held here */
 	}
 	pfree(offsets);
 	state->dead_count = 0;
@@ -84,7 +93,6 @@ cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	Relation	index = info->index;
 	CvIvfMetaPageData meta;
 	BulkDeleteState state = {0};
-	int64	   *removed_per_list;
 	int64		removed_total = 0;
 
 	if (stats == NULL)
@@ -95,7 +103,6 @@ cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	state.stats = stats;
 	state.dead_capacity = 1024;
 	state.dead = palloc(sizeof(DeadTuple) * state.dead_capacity);
-	removed_per_list = palloc0(sizeof(int64) * meta.lists);
 	for (uint32 list = 0; list < meta.lists; list++)
 	{
 		CvIvfListEntry entry;
@@ -105,12 +112,10 @@ cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			continue;
 		cvivf_scan_list(index, &meta, entry.first_block, false, info->strategy,
 						judge_tuple, &state);
-		removed_per_list[list] = flag_dead(index, &state, info->strategy);
-		removed_total += removed_per_list[list];
+		removed_total += flag_dead(index, &meta, list, &state, info->strategy);
+		vacuum_delay_point();
 	}
 	stats->tuples_removed += removed_total;
-	if (removed_total > 0)
-		cvivf_update_after_vacuum(index, &meta, removed_per_list);
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	return stats;
 }

@@ -13,15 +13,16 @@
  *     ||x_i - x_j||^2 = (|u_i|^2 + |u_j|^2) - 2 G_ij,
  * with |u_i|^2 the same fma chain as G_ii, so identical members give an
  * exact 0.  This is the norm expansion on centred members that
- * STATISTICS.md allows, carried out entirely in float64.  A pair whose
- * expansion comes out below 1e-2 * mean_dist (the contract's rule), or
- * below 1e-2 of its own scale sqrt(|u_i|^2 + |u_j|^2) (where float64
+ * STATISTICS.md allows, carried out entirely in float64 (no float32
+ * products anywhere: this is the reference the GPU is held to).  A pair
+ * whose expansion comes out below 1e-2 * mean_dist (the contract's rule),
+ * or below 1e-2 of its own scale sqrt(|u_i|^2 + |u_j|^2) (where float64
  * cancellation could start to show), is recomputed from the difference
- * with cv_distance->l2_squared; what is left has a relative error of about
- * d 2^-53 / 1e-4, below 1e-9 even at d = 16,000.
- * cos(x_i, x_j) comes from the same G: x_i.x_j = G_ij + (c.u_i + c.u_j) +
- * |c|^2 (a recomputed pair takes cv_distance->inner_product instead, and
- * a pair at distance 0 has cos exactly 1).
+ * with cv_distance->l2_squared.  What is left has a relative error in d2
+ * of at most about d 2^-53 / 1e-4 (2e-9 at d = 1024), typically 1e-13.
+ * cos(x_i, x_j) comes from the same G: x_i.x_j = G_ij + (c.u_i + (c.u_j +
+ * |c|^2)) (a recomputed pair takes cv_distance->inner_product instead, and
+ * identical members have cos exactly 1).
  *
  * Order and memory.  Members are taken in blocks of up to TILE_I rows (the
  * I block, packed once per block) against blocks of TILE_J rows (J, packed
@@ -37,6 +38,14 @@
  * two-means side (silhouette).  Pass 2 (after sigma and the extremes are
  * known): local_density, the dist_entropy histogram and entanglement.
  * mean_pairwise_cos needs no pass: the O(nd) identity of STATISTICS.md.
+ * Each pass costs one Gram product, 2 d flops per pair as FMAs; at
+ * n = 20,000, d = 1024 that is 4e11 flops, a few seconds per pass on one
+ * AVX-512 core (bench/health_pairwise_bench.c).
+ *
+ * With sigma_override (not NaN) the histogram is skipped and the sigma
+ * column reports the override, so that the potential family downstream
+ * is evaluated at the same sigma as pass 2; a collapsed cluster keeps
+ * sigma = 0 regardless (STATISTICS.md "Degenerate quantities").
  */
 #include <math.h>
 #include <stdlib.h>
@@ -49,25 +58,23 @@
 #include "health_pairwise_variants.h"
 
 /*
- * Tile shape: TILE_I rows packed once per I block (at d = 1024 the chunk
- * of them the kernels sweep, 384 x 256 doubles = 768 kB, sits in L2),
- * TILE_J rows per tile.  Packing the J block costs about 16 / TILE_I of the
- * kernel time, so TILE_I is large; both are multiples of 48, so of every
- * variant's mr and nr.
+ * Tile shape: TILE_I rows packed once per I block, TILE_J rows per tile.
+ * Re-reading the I block from L3 costs the kernel about 15%, so it is
+ * sized to stay in L2 (2 MB here) beside the J rows and the Gram tile:
+ * PACK_I_BUDGET bytes, 192 rows at d = 1024.  Packing the J block costs
+ * about 16 / TILE_I of the kernel time, hence the floor of 96 rows (large
+ * d: the block then lives in L3).  Both are multiples of 48, so of every
+ * variant's mr and nr.  Measured at n = 8,000, d = 1024: 192 rows beat
+ * 128 and 384 by 3-5%.
  */
 #define TILE_I_MAX 384
-#define TILE_I_MIN 48
+#define TILE_I_MIN 96
 #define TILE_J 48
 #define TILE_STEP 48
-
-/* The packed I block is capped near this many bytes (large d: fewer rows). */
-#define PACK_I_BUDGET (8 * 1024 * 1024)
+#define PACK_I_BUDGET (1536 * 1024)
 
 /* Recompute from the difference below this fraction of mean_dist. */
 #define CLOSE_MEAN_REL 1e-2
-
-/* ... and below this fraction of the pair's own scale (squared: 1e-2^2). */
-#define CLOSE_PAIR_REL2 1e-4
 
 /* Everything one call needs, computed once before the passes. */
 typedef struct Pairwise
@@ -87,6 +94,8 @@ typedef struct Pairwise
 	int			ld_j;			/* row stride of pack_j (see pairwise_setup) */
 	double	   *pack_j;			/* TILE_J rows of ld_j, centred, row-major */
 	double	   *gram;			/* TILE_J x tile_i: gram[jj * tile_i + ii] */
+	double	   *col_d2;			/* tile_i: one column's squared distances */
+	double	   *col_dist;		/* tile_i: its distances (-1: recompute) */
 	int64_t		recomputed;
 } Pairwise;
 
@@ -161,12 +170,24 @@ centre_scalar(const float *x, const double *c, double *out, int d)
 		out[k] = (double) x[k] - c[k];
 }
 
+/* Distances of one column, row by row. */
+static void
+column_scalar(const double *g, const double *nu, double nu_j, double close2,
+			  int count, double *d2, double *dist)
+{
+	int			r;
+
+	for (r = 0; r < count; r++)
+		cv_pairwise_column_one(g[r], nu[r], nu_j, close2, &d2[r], &dist[r]);
+}
+
 const CvPairwiseKernels cv_pairwise_kernels_scalar = {
 	.name = "scalar",
 	.mr = SCALAR_MR,
 	.nr = SCALAR_NR,
 	.kernel = kernel_scalar,
 	.centre = centre_scalar,
+	.column = column_scalar,
 };
 
 /* The kernels of a level; the AVX2 ones also need FMA. */
@@ -237,6 +258,21 @@ timer_stop(const double *start, CvPairwiseProfile *profile, int pass)
 	profile->pass_cpu_seconds[pass] = seconds_on(CLOCK_THREAD_CPUTIME_ID) - start[1];
 }
 
+/*
+ * Cache-line-aligned memory (free() releases it): the kernels' 64-byte
+ * loads of the packed panels and the Gram tile then never straddle two
+ * lines, which costs the AVX-512 kernel about 5% otherwise.
+ */
+static void *
+alloc_lines(size_t bytes)
+{
+	void	   *p = NULL;
+
+	if (posix_memalign(&p, 64, bytes == 0 ? 64 : bytes) != 0)
+		return NULL;
+	return p;
+}
+
 /* Frees what setup allocated (NULL members are fine). */
 static void
 pairwise_free(Pairwise *pw)
@@ -248,6 +284,8 @@ pairwise_free(Pairwise *pw)
 	free(pw->pack_i);
 	free(pw->pack_j);
 	free(pw->gram);
+	free(pw->col_d2);
+	free(pw->col_dist);
 }
 
 /*
@@ -313,7 +351,7 @@ compute_norms(Pairwise *pw)
 	pw->close2 = (CLOSE_MEAN_REL * mean_dist) * (CLOSE_MEAN_REL * mean_dist);
 }
 
-/* Rows per I block: TILE_I_MAX unless d makes the packed block too big. */
+/* Rows per I block: PACK_I_BUDGET bytes of packed rows, within [TILE_I_MIN, TILE_I_MAX]. */
 static int
 choose_tile_i(int64_t n, int d)
 {
@@ -347,15 +385,17 @@ pairwise_setup(Pairwise *pw, const CvPairwiseKernels *kern, const float *x,
 	pw->norm_u = malloc(sizeof(double) * (size_t) n);
 	pw->norm_x = malloc(sizeof(double) * (size_t) n);
 	pw->centre_dot = malloc(sizeof(double) * (size_t) n);
-	pw->pack_i = malloc(sizeof(double) * (size_t) pw->tile_i * dd);
+	pw->pack_i = alloc_lines(sizeof(double) * (size_t) pw->tile_i * dd);
 	/* rows 8 doubles apart from a multiple of 8: the nr rows a kernel reads
 	 * do not all fall in the same L1 sets when d is a power of two */
 	pw->ld_j = (d + 7) / 8 * 8 + 8;
-	pw->pack_j = malloc(sizeof(double) * (size_t) TILE_J * pw->ld_j);
-	pw->gram = malloc(sizeof(double) * (size_t) TILE_J * (size_t) pw->tile_i);
+	pw->pack_j = alloc_lines(sizeof(double) * (size_t) TILE_J * pw->ld_j);
+	pw->gram = alloc_lines(sizeof(double) * (size_t) TILE_J * (size_t) pw->tile_i);
+	pw->col_d2 = alloc_lines(sizeof(double) * (size_t) pw->tile_i);
+	pw->col_dist = alloc_lines(sizeof(double) * (size_t) pw->tile_i);
 	if (pw->centre == NULL || pw->norm_u == NULL || pw->norm_x == NULL
 		|| pw->centre_dot == NULL || pw->pack_i == NULL || pw->pack_j == NULL
-		|| pw->gram == NULL)
+		|| pw->gram == NULL || pw->col_d2 == NULL || pw->col_dist == NULL)
 	{
 		pairwise_free(pw);
 		return false;
@@ -393,15 +433,18 @@ pack_block_i(const Pairwise *pw, int64_t row0, int rows, int width, int padded,
 		{
 			double	   *out = dst + (size_t) padded * k0
 				+ (size_t) (idx / width) * width * klen + idx % width;
-			const float *src = pw->x + (size_t) (row0 + idx) * d + k0;
 			int			k;
 
 			if (idx >= rows)
 				for (k = 0; k < klen; k++)
 					out[(size_t) k * width] = 0.0;
 			else
+			{
+				const float *src = pw->x + (size_t) (row0 + idx) * d + k0;
+
 				for (k = 0; k < klen; k++)
 					out[(size_t) k * width] = (double) src[k] - c[k];
+			}
 		}
 	}
 }
@@ -429,52 +472,20 @@ pack_block_j(const Pairwise *pw, int64_t row0, int rows, int padded, double *dst
 }
 
 /*
- * Spreads prefetches of the next tile's J rows (contiguous in x) over the
- * kernel calls of this one: packing them is then a read from L2, not from
- * L3 or memory, and the kernels, bound by their FMAs, do not notice.
- */
-typedef struct Prefetch
-{
-	const char *next;			/* next line to prefetch */
-	const char *end;
-	size_t		per_call;		/* bytes per kernel call */
-} Prefetch;
-
-/* Issues this call's share of the prefetches. */
-static inline void
-prefetch_some(Prefetch *pf)
-{
-	const char *stop = pf->next + pf->per_call;
-
-	if (stop > pf->end)
-		stop = pf->end;
-	for (; pf->next < stop; pf->next += 64)
-		__builtin_prefetch(pf->next, 0, 2);
-}
-
-/*
  * The Gram block of I rows [i0, i0 + pad_i) and J rows [j0, j0 + rows_j):
  * gram[jj * tile_i + ii] = u_(i0+ii) . u_(j0+jj), for every (ii, jj) whose
  * micro-tile holds a pair i < j (the others are skipped and stay garbage).
- * next_x, next_bytes: the next tile's J rows, to prefetch.
  */
 static void
-gram_tile(Pairwise *pw, int64_t i0, int pad_i, int64_t j0, int rows_j,
-		  const float *next_x, size_t next_bytes)
+gram_tile(Pairwise *pw, int64_t i0, int pad_i, int64_t j0, int rows_j)
 {
 	const CvPairwiseKernels *kern = pw->kern;
 	int			mr = kern->mr;
 	int			nr = kern->nr;
 	int			pad_j = (rows_j + nr - 1) / nr * nr;
 	int			ldc = pw->tile_i;
-	size_t		calls = (size_t) (pad_i / mr) * (pad_j / nr)
-		* ((pw->d + CV_PAIRWISE_KC - 1) / CV_PAIRWISE_KC);
-	Prefetch	pf;
 	int			k0;
 
-	pf.next = (const char *) next_x;
-	pf.end = pf.next + next_bytes;
-	pf.per_call = (next_bytes / calls + 64) / 64 * 64;
 	memset(pw->gram, 0, sizeof(double) * (size_t) pad_j * ldc);
 	for (k0 = 0; k0 < pw->d; k0 += CV_PAIRWISE_KC)
 	{
@@ -491,13 +502,10 @@ gram_tile(Pairwise *pw, int64_t i0, int pad_i, int64_t j0, int rows_j,
 			if (last_j > j0 + rows_j - 1)
 				last_j = j0 + rows_j - 1;
 			for (p = 0; p < pad_i / mr && i0 + (int64_t) p * mr < last_j; p++)
-			{
-				prefetch_some(&pf);
 				kern->kernel(klen, a + (size_t) p * mr * klen,
 							 b + (size_t) s * nr * pw->ld_j, pw->ld_j,
 							 pw->gram + (size_t) s * nr * ldc + (size_t) p * mr,
 							 ldc);
-			}
 		}
 	}
 }
@@ -505,11 +513,14 @@ gram_tile(Pairwise *pw, int64_t i0, int pad_i, int64_t j0, int rows_j,
 /* ---------------------------------------------------------------------
  * Per pair
  *
- * The column loops below are the hot path after the kernel: per pair a
- * handful of float64 operations and a sqrt, with no data-dependent branch
- * (side, duplicate and threshold tests become arithmetic), accumulators in
- * locals, and histograms split in HIST_WAYS copies so that runs of pairs in
- * one bin do not serialise on a single counter.
+ * The column loops below are the hot path after the kernel: the variant's
+ * column function has turned the Gram column into distances (vector sqrt),
+ * and what is left per pair is a handful of float64 operations with no
+ * data-dependent branch (side, duplicate and threshold tests become
+ * arithmetic), accumulators in locals, and histograms split in HIST_WAYS
+ * copies so that runs of pairs in one bin do not serialise on one counter.
+ * Sums stay sequential in the fixed pair order, in this shared code, which
+ * is what keeps every variant's results bitwise equal.
  * --------------------------------------------------------------------- */
 
 /* Copies of each histogram (pair i uses copy i % HIST_WAYS). */
@@ -556,27 +567,26 @@ bin_of(double v, double inv_width, int last)
 }
 
 /*
- * Pass 1 over the pairs (i, j), i in [i_lo, i_hi), of column j; g[i - i_lo].
- * cos >= dup_cos is tested as x_i.x_j >= dup_cos ||x_i|| ||x_j||, with
- * x_i.x_j = G_ij + (c.u_i + (c.u_j + |c|^2)); a zero member has c.u set to
- * -infinity (pairwise_setup), so its pairs never count.
+ * Pass 1 over the pairs (i, j), i in [i_lo, i_hi), of column j: g[r], d2[r]
+ * and dist[r] (-1: recompute) for i = i_lo + r.  cos >= dup_cos is tested
+ * as x_i.x_j >= dup_cos ||x_i|| ||x_j||, with x_i.x_j = G_ij + (c.u_i +
+ * (c.u_j + |c|^2)); a zero member has c.u set to -infinity
+ * (compute_norms), so its pairs never count.  d2 = 0 without a recompute
+ * means u_i = u_j = 0 (every member equal): cos is 1.
  */
 static void
 pass1_column(Pairwise *pw, Pass1 *acc, int64_t j, int64_t i_lo, int64_t i_hi,
-			 const double *g)
+			 const double *g, const double *d2s, const double *dists)
 {
-	const double *norm_u = pw->norm_u;
 	const double *norm_x = pw->norm_x;
 	const double *cdot = pw->centre_dot;
 	const uint8_t *side = acc->side;
 	uint8_t    *dup_member = acc->dup_member;
 	int64_t    *hist = acc->sigma_hist;
 	double	   *to_side_j = side != NULL ? acc->side_sum + (side[j] != 0) * pw->n : NULL;
-	double		close2 = pw->close2;
 	double		dup_cos = acc->dup_cos;
 	double		inv_width = acc->sigma_inv_width;
 	int			bins = acc->sigma_bins;
-	double		nu_j = norm_u[j];
 	double		cdot_j = cdot[j] + pw->centre_sq;
 	double		dup_j = dup_cos * norm_x[j];
 	double		sum = 0.0;
@@ -590,22 +600,21 @@ pass1_column(Pairwise *pw, Pass1 *acc, int64_t j, int64_t i_lo, int64_t i_hi,
 
 	for (i = i_lo; i < i_hi; i++)
 	{
-		double		gij = g[i - i_lo];
-		double		scale = norm_u[i] + nu_j;
-		double		d2 = scale - 2.0 * gij;
-		double		dist;
+		int64_t		r = i - i_lo;
+		double		dist = dists[r];
 		uint8_t		dup;
 
-		if (d2 < close2 || d2 < CLOSE_PAIR_REL2 * scale)
+		if (dist < 0.0)
 		{
-			d2 = exact_dist2(pw, i, j);
+			double		d2 = exact_dist2(pw, i, j);
+
+			dist = sqrt(d2);
 			dup = exact_dup(pw, i, j, d2, dup_cos);
 		}
-		else if (d2 == 0.0)		/* u_i = u_j = 0: x_i = x_j = c, cos 1 */
+		else if (d2s[r] == 0.0)
 			dup = norm_x[i] > 0.0 && 1.0 >= dup_cos;
 		else
-			dup = gij + (cdot[i] + cdot_j) >= norm_x[i] * dup_j;
-		dist = sqrt(d2);
+			dup = g[r] + (cdot[i] + cdot_j) >= norm_x[i] * dup_j;
 		sum += dist;
 		lo = dist < lo ? dist : lo;
 		hi = dist > hi ? dist : hi;
@@ -635,15 +644,12 @@ pass1_column(Pairwise *pw, Pass1 *acc, int64_t j, int64_t i_lo, int64_t i_hi,
 	}
 }
 
-/* Pass 2 over the pairs (i, j), i in [i_lo, i_hi), of column j; g[i - i_lo]. */
+/* Pass 2 over the pairs of column j, as pass1_column. */
 static void
 pass2_column(Pairwise *pw, Pass2 *acc, int64_t j, int64_t i_lo, int64_t i_hi,
-			 const double *g)
+			 const double *d2s, const double *dists)
 {
-	const double *norm_u = pw->norm_u;
 	int64_t    *hist = acc->entropy_hist;
-	double		close2 = pw->close2;
-	double		nu_j = norm_u[j];
 	double		half_sigma = acc->half_sigma;
 	double		origin = acc->entropy_min;
 	double		inv_width = acc->entropy_inv_width;
@@ -656,13 +662,14 @@ pass2_column(Pairwise *pw, Pass2 *acc, int64_t j, int64_t i_lo, int64_t i_hi,
 
 	for (i = i_lo; i < i_hi; i++)
 	{
-		double		scale = norm_u[i] + nu_j;
-		double		d2 = scale - 2.0 * g[i - i_lo];
-		double		dist;
+		double		d2 = d2s[i - i_lo];
+		double		dist = dists[i - i_lo];
 
-		if (d2 < close2 || d2 < CLOSE_PAIR_REL2 * scale)
+		if (dist < 0.0)
+		{
 			d2 = exact_dist2(pw, i, j);
-		dist = sqrt(d2);
+			dist = sqrt(d2);
+		}
 		local += dist <= half_sigma;
 		if (hist != NULL)
 			hist[(i & (HIST_WAYS - 1)) * bins
@@ -705,10 +712,12 @@ consume_tile(Pairwise *pw, int pass, void *acc, int64_t i0, int rows_i,
 
 		if (i_hi <= i0)
 			continue;
+		pw->kern->column(g, pw->norm_u + i0, pw->norm_u[j], pw->close2,
+						 (int) (i_hi - i0), pw->col_d2, pw->col_dist);
 		if (pass == 1)
-			pass1_column(pw, (Pass1 *) acc, j, i0, i_hi, g);
+			pass1_column(pw, (Pass1 *) acc, j, i0, i_hi, g, pw->col_d2, pw->col_dist);
 		else
-			pass2_column(pw, (Pass2 *) acc, j, i0, i_hi, g);
+			pass2_column(pw, (Pass2 *) acc, j, i0, i_hi, pw->col_d2, pw->col_dist);
 	}
 }
 
@@ -732,16 +741,8 @@ run_pass(Pairwise *pw, int pass, void *acc)
 			int			rows_j = (int) (pw->n - j0 < TILE_J ? pw->n - j0 : TILE_J);
 			int			pad_j = (rows_j + nr - 1) / nr * nr;
 
-			int64_t		next_rows = pw->n - (j0 + TILE_J);
-
-			if (next_rows > TILE_J)
-				next_rows = TILE_J;
-			if (next_rows < 0)
-				next_rows = 0;
 			pack_block_j(pw, j0, rows_j, pad_j, pw->pack_j);
-			gram_tile(pw, i0, pad_i, j0, rows_j,
-					  pw->x + (size_t) (j0 + TILE_J) * pw->d,
-					  sizeof(float) * (size_t) next_rows * pw->d);
+			gram_tile(pw, i0, pad_i, j0, rows_j);
 			consume_tile(pw, pass, acc, i0, rows_i, j0, rows_j);
 		}
 	}

@@ -16,11 +16,15 @@
  * So every variant computes, for each pair, the same sequential fma chain
  *   acc = fma(u_i[k], u_j[k], acc), k = 0 .. d-1, acc starting at +0,
  * which the scalar kernel spells out with C99 fma(); the chunking, the
- * register blocking and the vector width cannot change a bit of it.
+ * register blocking and the vector width cannot change a bit of it.  The
+ * two other per-variant loops (centring the J rows, turning a Gram column
+ * into distances) are elementwise IEEE operations; every sum over pairs
+ * stays in the shared code, in one fixed order.
  */
 #ifndef CV_MATH_HEALTH_PAIRWISE_VARIANTS_H
 #define CV_MATH_HEALTH_PAIRWISE_VARIANTS_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,16 +35,30 @@
 /* Dimensions per chunk: the nr J rows of a chunk stay in L1. */
 #define CV_PAIRWISE_KC 256
 
-/* Largest panel heights of any variant (sizes the scalar fallbacks). */
-#define CV_PAIRWISE_MAX_MR 24
-#define CV_PAIRWISE_MAX_NR 8
-
 /*
  * c[col * ldc + r] = fma chain over k < kc of a[k * mr + r] * b[col * ldb + k],
  * continuing from c's value, for r < mr and col < nr.
  */
 typedef void (*CvPairwiseKernelFn) (int kc, const double *a, const double *b,
 									int ldb, double *c, int ldc);
+
+/*
+ * A pair is recomputed from the difference when its expansion d2 is below
+ * (1e-2 mean_dist)^2 (STATISTICS.md's rule) or below this fraction of
+ * |u_i|^2 + |u_j|^2 (where float64 cancellation could start to show).
+ */
+#define CV_PAIRWISE_CLOSE_REL2 1e-4
+
+/*
+ * For count pairs (i, j) of one column j (row r of the column is pair
+ * i = i_lo + r): d2[r] = (nu[r] + nu_j) - 2 g[r], the squared distance by
+ * the expansion, and dist[r] = sqrt(d2[r]), or -1 where the pair must be
+ * recomputed (cv_pairwise_column_one).  Elementwise IEEE operations only,
+ * so every variant writes the same bits.
+ */
+typedef void (*CvPairwiseColumnFn) (const double *g, const double *nu,
+									double nu_j, double close2, int count,
+									double *d2, double *dist);
 
 /* out[k] = (double) x[k] - c[k] for k < d (exact IEEE operations, so every variant agrees). */
 typedef void (*CvPairwiseCentreFn) (const float *x, const double *c, double *out,
@@ -53,7 +71,20 @@ typedef struct CvPairwiseKernels
 	int			nr;				/* rows of b per call (a divisor of 48) */
 	CvPairwiseKernelFn kernel;
 	CvPairwiseCentreFn centre;	/* packs the J rows */
+	CvPairwiseColumnFn column;	/* distances of one column of a Gram tile */
 } CvPairwiseKernels;
+
+/* One row of CvPairwiseColumnFn: the reference every variant follows. */
+static inline void
+cv_pairwise_column_one(double g, double nu, double nu_j, double close2,
+					   double *d2, double *dist)
+{
+	double		scale = nu + nu_j;
+	double		v = scale - 2.0 * g;
+
+	*d2 = v;
+	*dist = (v < close2 || v < CV_PAIRWISE_CLOSE_REL2 * scale) ? -1.0 : sqrt(v);
+}
 
 extern const CvPairwiseKernels cv_pairwise_kernels_scalar;
 

@@ -147,7 +147,12 @@ group_on_gpu(Search *s, int first, int n, CvGpuError *error)
 	double	   *distance;
 	bool		ok;
 
-	cv_gpu_begin(&request, CV_OP_KNN_EXACT, true);
+	if (!cv_gpu_begin(&request, CV_OP_KNN_EXACT, true))
+	{
+		error->code = CV_GPU_ERR_WORKER_EXITED;
+		strlcpy(error->message, "the clustervec GPU worker went away", CV_GPU_ERROR_LEN);
+		return false;
+	}
 	memcpy(request.payload, s->queries + (Size) first * s->dims, query_bytes);
 	memcpy(request.payload + query_bytes, s->rows, row_bytes);
 	ok = cv_gpu_run(&request, args, 4, query_bytes + row_bytes, error, NULL);

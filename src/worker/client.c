@@ -127,6 +127,7 @@ claim(CvGpuRequest *request, int opcode, bool with_payload, dsm_handle *handle)
 		slot->opcode = opcode;
 		slot->staging = buffer;
 		slot->request_id = ++cv_gpu_shared->next_request_id;
+		slot->generation = cv_gpu_shared->worker_generation;
 		request->slot = i;
 		request->staging = buffer;
 		claimed = true;
@@ -138,9 +139,10 @@ claim(CvGpuRequest *request, int opcode, bool with_payload, dsm_handle *handle)
 
 /*
  * Borrows a slot (and a staging buffer when with_payload), waiting while
- * all are busy; request->payload points at the buffer.
+ * all are busy; request->payload points at the buffer.  False when the
+ * worker went away meanwhile (the caller falls back or raises).
  */
-void
+bool
 cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload)
 {
 	dsm_handle	handle;
@@ -161,18 +163,18 @@ cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload)
 	request->capacity = 0;
 	if (request->staging >= 0)
 	{
-		char	   *base = staging_base(handle);
+		/* the worker may have exited since it was seen ready: no staging area then */
+		char	   *base = handle == DSM_HANDLE_INVALID ? NULL : staging_base(handle);
 
 		if (base == NULL)
 		{
 			cv_gpu_end(request);
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot map the GPU worker's staging area")));
+			return false;
 		}
 		request->payload = base + (Size) request->staging * CV_GPU_STAGING_BYTES;
 		request->capacity = CV_GPU_STAGING_BYTES;
 	}
+	return true;
 }
 
 /* Returns the slot and buffer, or leaves them to the worker if it still runs the request. */

@@ -63,6 +63,7 @@ typedef struct CvGpuSlot
 {
 	CvGpuSlotState state;		/* under the shared mutex */
 	uint64		request_id;
+	uint64		generation;		/* the worker generation the slot was claimed under */
 	int			owner_procno;	/* the backend's pgprocno, for its latch */
 	int			opcode;
 	int			staging;		/* staging buffer index, -1 for none */

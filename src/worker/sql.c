@@ -136,7 +136,10 @@ clustervec_gpu_ping(PG_FUNCTION_ARGS)
 				 errdetail("%s", cv_gpu_shared == NULL ?
 						   "clustervec is not in shared_preload_libraries." : cv_gpu_shared->reason)));
 	INSTR_TIME_SET_CURRENT(start);
-	cv_gpu_begin(&request, CV_OP_PING, bytes > 0);
+	if (!cv_gpu_begin(&request, CV_OP_PING, bytes > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the clustervec GPU worker went away before the ping")));
 	if (bytes > 0)
 		memset(request.payload, 0x5a, bytes);
 	if (!cv_gpu_run(&request, args, 1, bytes, &error, NULL))

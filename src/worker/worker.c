@@ -91,9 +91,13 @@ fail_requests_on_exit(int code, Datum arg pg_attribute_unused())
 			wake_owner(slot->owner_procno);
 		}
 		else if (slot->state == CV_SLOT_ABANDONED)
+		{
+			if (slot->staging >= 0)
+				cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
 			slot->state = CV_SLOT_FREE;
+		}
 	}
-	cv_gpu_shared->staging_in_use = 0;
+	/* buffers of claimed and answered slots stay with their owners until they end */
 	SpinLockRelease(&cv_gpu_shared->mutex);
 }
 
@@ -245,6 +249,14 @@ execute(CvGpuSlot *slot)
 	CvCudaStatus status = CVCUDA_INVALID_ARGUMENT;
 	const char *bad = NULL;
 
+	if (slot->generation != cv_gpu_shared->worker_generation)
+	{
+		/* its payload is in the staging area of a worker that is gone */
+		slot->error.code = CV_GPU_ERR_WORKER_EXITED;
+		strlcpy(slot->error.message, "the GPU worker restarted during the request",
+				CV_GPU_ERROR_LEN);
+		return CVCUDA_INVALID_ARGUMENT;
+	}
 	if (slot->opcode == CV_OP_PING)
 	{
 		if (slot->payload_bytes > 0 && (payload == NULL || slot->payload_bytes > CV_GPU_STAGING_BYTES))
@@ -282,19 +294,27 @@ execute(CvGpuSlot *slot)
 	return status;
 }
 
-/* Takes the next submitted request, or returns -1. */
+/*
+ * Takes the next submitted request, or returns -1.  The scan starts after
+ * the slot taken last, so every waiting backend gets its turn.
+ */
 static int
 take_request(void)
 {
+	static int	last = -1;
 	int			taken = -1;
 
 	SpinLockAcquire(&cv_gpu_shared->mutex);
-	for (int i = 0; i < CV_GPU_SLOTS && taken < 0; i++)
+	for (int step = 1; step <= CV_GPU_SLOTS && taken < 0; step++)
+	{
+		int			i = (last + step) % CV_GPU_SLOTS;
+
 		if (cv_gpu_shared->slots[i].state == CV_SLOT_SUBMITTED)
 		{
 			cv_gpu_shared->slots[i].state = CV_SLOT_RUNNING;
-			taken = i;
+			taken = last = i;
 		}
+	}
 	SpinLockRelease(&cv_gpu_shared->mutex);
 	return taken;
 }
@@ -346,6 +366,8 @@ serve_requests(void)
 							cv_gpu_shared->slots[i].error.message)));
 			proc_exit(1);
 		}
+		/* a steady stream of requests must not delay SIGTERM or a reload */
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 

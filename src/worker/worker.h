@@ -38,7 +38,7 @@ typedef struct CvGpuRequest
 /* Whether requests should go to the worker; raises the ERROR of "require" otherwise. */
 extern bool cv_gpu_should_use(void);
 extern bool cv_gpu_worker_ready(void);
-extern void cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload);
+extern bool cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload);
 extern bool cv_gpu_run(CvGpuRequest *request, const int64 *args, int nargs,
 					   Size payload_bytes, CvGpuError *error, double *elapsed_us);
 extern void cv_gpu_end(CvGpuRequest *request);

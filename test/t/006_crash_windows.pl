@@ -1,0 +1,173 @@
+
+# Crashes at chosen points between the WAL records of one cvivf operation,
+# placed with gdb (skipped where gdb is missing or cannot attach):
+#
+#  1. VACUUM: after some data pages have their tuples flagged dead, before
+#     the operation ends.  The flags already written are durable (another
+#     session's commit flushes the WAL), then the backend is killed.
+#  2. INSERT of a 12,000-dimension vector (a tuple over six pages):
+#     after the record that writes its continuation pages, before the
+#     record that links them.
+#
+# After crash recovery the index must pass cvivf_verify, hold every row
+# exactly once, and (after a full VACUUM) count exactly the table's rows.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use CvTest;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+if (system('gdb --version >/dev/null 2>&1') != 0)
+{
+	plan skip_all => 'gdb is not installed';
+}
+
+my $node = cv_new_node('windows');
+$node->append_conf('postgresql.conf',
+	"restart_after_crash = on\nautovacuum = off\n");
+$node->restart;
+$node->safe_psql('postgres', 'CREATE TABLE cv_marker (x int)');
+
+# A psql in the background under application_name $app.
+sub start_session
+{
+	my ($app, @commands) = @_;
+	my ($out, $err) = ('', '');
+	return IPC::Run::start(
+		[
+			'psql', '-XAtq', '-d',
+			$node->connstr('postgres') . " application_name=$app",
+			map { ('-c', $_) } @commands
+		],
+		'<', \undef, '>', \$out, '2>', \$err);
+}
+
+# Runs @commands in a session whose backend gdb stops at its $hits-th call
+# of GenericXLogFinish (the $hits-1 records before it are written); then a
+# commit from another session flushes the WAL, and the stopped backend is
+# killed.  The session first waits for an advisory lock held until gdb is
+# in place.  Returns gdb's output.
+sub crash_at_record
+{
+	my ($hits, @commands) = @_;
+	my $holder = start_session('cv_holder', 'SELECT pg_advisory_lock(4242)',
+		'SELECT pg_sleep(3600)');
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND granted"
+	) or die 'the lock holder did not start';
+	my $victim =
+	  start_session('cv_victim', 'SELECT pg_advisory_lock(4242)', @commands);
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'cv_victim' AND wait_event_type = 'Lock'"
+	) or die 'the victim session did not start';
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'cv_victim'");
+
+	my $flush = sprintf(
+		q{shell psql -XAtq -h '%s' -p %d -d postgres -c 'INSERT INTO cv_marker VALUES (1)'},
+		$node->host, $node->port);
+	my $gdb_out = '';
+	my $timer = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
+	my $gdb = IPC::Run::start(
+		[
+			'gdb', '-nx', '-batch', '-p', $pid,
+			'-ex', 'set pagination off',
+			# the backend's own signals (latches, timeouts) pass through
+			'-ex', 'handle all nostop noprint pass',
+			'-ex', 'break GenericXLogFinish',
+			'-ex', 'ignore 1 ' . ($hits - 1),
+			'-ex', 'continue',
+			'-ex', 'bt 3',
+			'-ex', $flush,
+			'-ex', 'signal SIGKILL'
+		],
+		'<', \undef, '>&', \$gdb_out, $timer);
+	pump_until($gdb, $timer, \$gdb_out, qr/Breakpoint 1 at/)
+	  or die "gdb did not set its breakpoint: $gdb_out";
+	# let the victim go: it runs into the breakpoint
+	$node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cv_holder'"
+	);
+	$gdb->finish;
+	$holder->finish;
+	$victim->finish;
+	# the postmaster reinitialises after the crash; wait for recovery
+	$node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM cv_marker')
+	  or die 'the server did not come back after the crash';
+	$node->safe_psql('postgres', 'TRUNCATE cv_marker');
+	note join "\n", grep { /^#\d/ } split /\n/, $gdb_out;
+	return $gdb_out;
+}
+
+# gdb must be able to attach to a backend (ptrace may be forbidden)
+{
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
+	my $probe = `gdb -nx -batch -p $pid -ex 'info sharedlibrary' 2>&1`;
+	if ($probe =~ /ptrace|Operation not permitted|Could not attach/i)
+	{
+		$node->stop;
+		plan skip_all => 'gdb cannot attach to a backend here';
+	}
+}
+
+# 1. a crash in the middle of VACUUM's pass over the index
+cv_load_clustered($node, 'vt', rows => 30000, dims => 16, seed => 0.1);
+$node->safe_psql(
+	'postgres', q{
+CREATE INDEX vt_v_idx ON vt USING cvivf (v) WITH (lists = 50);
+DELETE FROM vt WHERE id % 2 = 0;
+CHECKPOINT;
+});
+# PARALLEL 0: the index pass runs in this backend, not in a worker
+my $gdb = crash_at_record(21, 'VACUUM (INDEX_CLEANUP ON, PARALLEL 0) vt');
+like($gdb, qr/Breakpoint 1, [^\n]*GenericXLogFinish/,
+	'VACUUM: stopped at its 21st GenericXLog record');
+like($gdb, qr/cvivf|bulkdelete|mark_dead/i, 'VACUUM: the record was cvivf\'s');
+like(slurp_file($node->logfile), qr/terminated by signal 9/,
+	'VACUUM: the backend was killed');
+cv_verify_ok($node, 'vt_v_idx', 'VACUUM, crash: cvivf_verify after recovery');
+cv_reachable_ok($node, 'vt', 'vt_v_idx', name => 'VACUUM, crash');
+$node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) vt');
+cv_verify_ok($node, 'vt_v_idx', 'VACUUM, crash, VACUUM: cvivf_verify');
+is(cv_lists_sum($node, 'vt_v_idx'),
+	$node->safe_psql('postgres', 'SELECT count(*) FROM vt'),
+	'VACUUM, crash, VACUUM: cvivf_lists tuples sum to count(*)');
+
+# 2. a crash between the records of one wide insert
+my $wide = 12000;    # 48 kB: always continuation pages in a record of their own
+cv_load_clustered($node, 'w', rows => 12, dims => $wide, centres => 2,
+	seed => 0.2);
+$node->safe_psql('postgres',
+	'CREATE INDEX w_v_idx ON w USING cvivf (v) WITH (lists = 2, sample_rows = 12)');
+my $before = $node->safe_psql('postgres', 'SELECT count(*) FROM w');
+$gdb = crash_at_record(2,
+	"INSERT INTO w (id, v) VALUES (100, cv_keyed_point(1, $wide, 2.0, 100))");
+like($gdb, qr/Breakpoint 1, [^\n]*GenericXLogFinish/,
+	'wide INSERT: stopped at its second GenericXLog record');
+like($gdb, qr/cvivf_append_tuple|write_linking_record|write_unlinked_pages/,
+	'wide INSERT: the record was the append\'s');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM w'),
+	$before, 'wide INSERT, crash: the row is not there');
+cv_verify_ok($node, 'w_v_idx', 'wide INSERT, crash: cvivf_verify');
+cv_reachable_ok($node, 'w', 'w_v_idx', name => 'wide INSERT, crash');
+$node->safe_psql(
+	'postgres', qq{
+INSERT INTO w (id, v) SELECT 200 + j, cv_keyed_point(j % 2, $wide, 2.0, 200 + j) FROM generate_series(1, 6) j;
+});
+cv_verify_ok($node, 'w_v_idx', 'wide INSERT, crash, inserts: cvivf_verify');
+cv_reachable_ok($node, 'w', 'w_v_idx', name => 'wide INSERT, crash, inserts');
+$node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) w');
+is(cv_lists_sum($node, 'w_v_idx'),
+	$node->safe_psql('postgres', 'SELECT count(*) FROM w'),
+	'wide INSERT, crash, VACUUM: cvivf_lists tuples sum to count(*)');
+
+$node->stop;
+done_testing();

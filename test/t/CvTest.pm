@@ -1,0 +1,254 @@
+
+# CvTest: helpers shared by clustervec's TAP tests (test/t/*.pl).
+#
+# Every test makes a fresh PostgreSQL::Test::Cluster node, loads clustered
+# vectors generated in SQL (setseed, so the same data every run), and checks
+# the cvivf index against exact brute-force answers and its own invariants.
+
+package CvTest;
+
+use strict;
+use warnings FATAL => 'all';
+
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(
+  cv_new_node
+  cv_install_helpers
+  cv_load_clustered
+  cv_vector_sql
+  cv_lists_count
+  cv_lists_sum
+  cv_verify_ok
+  cv_reachable_ok
+  cv_start_psql
+  cv_start_pgbench
+  cv_running
+  cv_finish_psql
+);
+
+# A started node with clustervec and the data-generating SQL functions in
+# database postgres.  %params go to init() (allows_streaming => 1, ...).
+sub cv_new_node
+{
+	my ($name, %params) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init(%params);
+	# one process per query: setseed() then random() gives the same rows
+	$node->append_conf('postgresql.conf', qq(
+max_parallel_workers_per_gather = 0
+maintenance_work_mem = 64MB
+));
+	$node->start;
+	cv_install_helpers($node);
+	return $node;
+}
+
+# CREATE EXTENSION and the SQL helpers the tests generate data with.
+sub cv_install_helpers
+{
+	my ($node, $dbname) = @_;
+	$dbname //= 'postgres';
+	$node->safe_psql(
+		$dbname, q{
+CREATE EXTENSION clustervec;
+
+-- Uniform draw in [0, 1) from a key, without setseed: the same key gives the
+-- same number in any session (pgbench scripts use it).
+CREATE FUNCTION cv_u(k bigint) RETURNS float8
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	AS $$ SELECT (hashint8(k)::float8 + 2147483648.0) / 4294967296.0 $$;
+
+-- Centre c (0-based) of the clustered data set: uniform in [-10, 10]^d.
+CREATE FUNCTION cv_centre(c int, d int) RETURNS real[]
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	AS $$ SELECT array_agg((cv_u(c::bigint * 100003 + j) * 20 - 10)::real ORDER BY j)
+	      FROM generate_series(1, d) j $$;
+
+-- A point of centre c with gaussian noise of deviation sigma (random():
+-- call setseed() first for repeatable data).
+CREATE FUNCTION cv_point(c int, d int, sigma float8) RETURNS cvec
+	LANGUAGE sql VOLATILE STRICT
+	AS $$ SELECT array_agg((x[j] + sigma * sqrt(-2 * ln(1 - random()))
+	                               * cos(2 * pi() * random()))::real ORDER BY j)::cvec
+	      FROM cv_centre(c, d) x, generate_series(1, d) j $$;
+
+-- The same from a key: no random(), so usable in ORDER BY of an index scan.
+CREATE FUNCTION cv_keyed_point(c int, d int, sigma float8, k bigint) RETURNS cvec
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	AS $$ SELECT array_agg((x[j] + sigma * sqrt(-2 * ln(1 - cv_u(k * 65536 + 2 * j)))
+	                               * cos(2 * pi() * cv_u(k * 65536 + 2 * j + 1)))::real
+	                       ORDER BY j)::cvec
+	      FROM cv_centre(c, d) x, generate_series(1, d) j $$;
+});
+	return;
+}
+
+# Creates $table (id bigint primary key, c int, v cvec($d)) with $rows
+# clustered rows: row i belongs to centre i % $centres.
+sub cv_load_clustered
+{
+	my ($node, $table, %o) = @_;
+	my $rows = $o{rows} // 10000;
+	my $d = $o{dims} // 32;
+	my $centres = $o{centres} // 50;
+	my $sigma = $o{sigma} // 2.0;
+	my $seed = $o{seed} // 0.25;
+	my $first = $o{first_id} // 1;
+	my $last = $first + $rows - 1;
+	my $create =
+	  $o{no_create}
+	  ? ''
+	  : "CREATE TABLE $table (id bigint PRIMARY KEY, c int, v cvec($d));";
+
+	$node->safe_psql(
+		'postgres', qq{
+$create
+SELECT setseed($seed);
+INSERT INTO $table (id, c, v)
+	SELECT i, i % $centres, cv_point((i % $centres)::int, $d, $sigma)
+	FROM generate_series($first, $last) i;
+ANALYZE $table;
+});
+	return;
+}
+
+# SQL text of a literal vector: [x, x, ..., x].
+sub cv_vector_sql
+{
+	my ($d, $x) = @_;
+	return "'[" . join(',', ($x) x $d) . "]'::cvec";
+}
+
+sub cv_lists_count
+{
+	my ($node, $index, $dbname) = @_;
+	return $node->safe_psql($dbname // 'postgres',
+		"SELECT count(*) FROM cvivf_lists('$index')");
+}
+
+sub cv_lists_sum
+{
+	my ($node, $index, $dbname) = @_;
+	return $node->safe_psql($dbname // 'postgres',
+		"SELECT coalesce(sum(tuples), 0) FROM cvivf_lists('$index')");
+}
+
+sub cv_verify_ok
+{
+	my ($node, $index, $name, $dbname) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my ($rc, $out, $err) = $node->psql($dbname // 'postgres',
+		"SELECT cvivf_verify('$index')");
+	is($rc . ($err eq '' ? '' : ": $err"), '0', $name // "cvivf_verify($index)");
+	return;
+}
+
+# Every visible row of $table is returned, once, by a scan of $index that
+# probes every list: the index count equals count(*).  $op is the index's
+# operator (<->, <#>, <=>); the plan is checked to be a scan of $index.
+sub cv_reachable_ok
+{
+	my ($node, $table, $index, %o) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $op = $o{op} // '<->';
+	my $column = $o{column} // 'v';
+	my $dbname = $o{dbname} // 'postgres';
+	my $name = $o{name} // "all rows of $table reachable through $index";
+	my $lists = cv_lists_count($node, $index, $dbname);
+	my $q = $node->safe_psql($dbname,
+		"SELECT $column FROM $table WHERE $column IS NOT NULL ORDER BY id LIMIT 1");
+	my $settings = qq{
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SET enable_sort = off;
+SET clustervec.probes = $lists;
+SET clustervec.iterative_scan = relaxed_order;
+SET clustervec.max_probes = -1;
+};
+	my $scan = "SELECT id FROM $table ORDER BY $column $op '$q' LIMIT 1000000000";
+	my $plan = $node->safe_psql($dbname,
+		"$settings EXPLAIN (COSTS OFF) $scan");
+	like($plan, qr/Index Scan using $index on $table/,
+		"$name: the plan scans $index");
+	# one snapshot for both counts (rows may be arriving concurrently)
+	my $counts = $node->safe_psql(
+		$dbname, qq{$settings
+SELECT (SELECT count(*) FROM ($scan) s) || ' ' ||
+       (SELECT count(DISTINCT id) FROM ($scan) s) || ' ' ||
+       (SELECT count(*) FROM $table WHERE $column IS NOT NULL);
+});
+	my ($index_rows, $distinct, $heap_rows) = split / /, $counts;
+	is("$index_rows $distinct", "$heap_rows $heap_rows",
+		"$name (index rows, distinct ids = count(*) = $heap_rows)");
+	return $heap_rows;
+}
+
+# psql running $sql in the background (for long statements whose session
+# may be cut by a crash).  $sql is one command string, or a reference to a
+# list of them (each its own -c, so each its own transaction).  Returns a
+# handle for cv_finish_psql.
+sub cv_start_psql
+{
+	my ($node, $sql, $dbname) = @_;
+	my @commands = map { ('-c', $_) } (ref $sql ? @$sql : ($sql));
+	return _cv_start(
+		[
+			'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
+			'-d', $node->connstr($dbname // 'postgres'), @commands
+		]);
+}
+
+# pgbench in the background on database postgres, with script files
+# (name => text) written to the node's directory.  Returns a handle for
+# cv_finish_psql.
+sub cv_start_pgbench
+{
+	my ($node, $opts, $files) = @_;
+	my @file_opts;
+	for my $name (sort keys %$files)
+	{
+		my $path = $node->basedir . "/$name";
+		PostgreSQL::Test::Utils::append_to_file($path, $files->{$name});
+		push @file_opts, '-f', $path;
+	}
+	return _cv_start(
+		[
+			'pgbench', '-h', $node->host, '-p', $node->port,
+			split(/\s+/, $opts), @file_opts, 'postgres'
+		]);
+}
+
+sub _cv_start
+{
+	my ($command) = @_;
+	my %h = (stdout => '', stderr => '', command => join(' ', @$command));
+	$h{run} = IPC::Run::start($command, '<', \undef, '>', \$h{stdout}, '2>',
+		\$h{stderr});
+	return \%h;
+}
+
+# Whether a background command is still running.
+sub cv_running
+{
+	my ($h) = @_;
+	my $run = $h->{run};
+	# pumping (without waiting) notices a command that has exited
+	eval { $run->pump_nb if $run->pumpable; };
+	return $run->pumpable;
+}
+
+# Waits for a background psql or pgbench; returns (exit code, stdout, stderr).
+sub cv_finish_psql
+{
+	my ($h) = @_;
+	$h->{run}->finish;
+	return ($h->{run}->result(0), $h->{stdout}, $h->{stderr});
+}
+
+1;
