@@ -1,7 +1,9 @@
 # Benchmark of the tiled pairwise class (cv_health_pairwise), standalone cc
 # build.  Include it from bench/Makefile, or run it directly:
 #   make -f bench/health_pairwise.mk run-health-pairwise
-# Same warning and FP flags as the extension build.
+# Same warning and FP flags as the extension build.  Including it does not
+# change the includer's default goal.
+HP_BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
 HP_BENCH_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 HP_BENCH_MATH := $(HP_BENCH_DIR)/../src/math
 HP_BENCH_CC ?= cc
@@ -24,3 +26,5 @@ run-health-pairwise: $(HP_BENCH_BIN)
 
 clean-health-pairwise:
 	rm -f $(HP_BENCH_BIN)
+
+.DEFAULT_GOAL := $(HP_BENCH_SAVED_GOAL)

@@ -281,8 +281,12 @@ cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
 	if (run->families == HEALTH_FAMILY_SUMMARY)
 		return;
 	side = palloc(Max(n, 1));
-	cv_health_two_means(x, n, d, side, stats);
-	cv_health_pairwise(x, n, d, n >= 2 ? side : NULL, &run->params, NAN, stats);
+	if (cv_health_two_means(x, n, d, side, stats) != 0 ||
+		cv_health_pairwise(x, n, d, n >= 2 ? side : NULL, &run->params, NAN, stats) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory computing the statistics of a cluster of %lld members",
+						(long long) n)));
 	pfree(side);
 	cv_health_potential(x, n, d, cluster->centroid, run->k, stats);
 	if (cv_health_effective_rank(x, n, d, cluster->centroid, &run->params, stats) != 0)

@@ -157,16 +157,17 @@ extern double cv_health_global_mean_norm(const CvCentroidSet *set);
 extern void cv_health_finish_centroid(const double *centroid, const double *global,
 									  double global_mean_norm, int d, CvClusterStats *out);
 
-/* 2. Two-means; side[i] = 0 (a) or 1 (b) after the third iteration (n bytes). */
-extern void cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
+/* 2. Two-means; side[i] = 0 (a) or 1 (b) after the third iteration (n bytes); -1: out of memory. */
+extern int	cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 								CvClusterStats *out);
 
 /*
  * 3. Pairwise class, both passes.  side: the two-means assignment (NULL when
  * n < 2).  sigma_override: NaN to compute sigma from the histogram, or a
  * value to evaluate the pass-2 statistics at (the GPU tests' per-cluster sigma).
+ * Returns 0, or -1 when memory ran out (the columns are then NULL).
  */
-extern void cv_health_pairwise(const float *x, int64_t n, int d, const uint8_t *side,
+extern int	cv_health_pairwise(const float *x, int64_t n, int d, const uint8_t *side,
 							   const CvHealthParams *params, double sigma_override,
 							   CvClusterStats *out);
 

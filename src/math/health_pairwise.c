@@ -1037,11 +1037,11 @@ cv_health_pairwise_with(const CvPairwiseKernels *kernels, const float *x,
 }
 
 /* Section 3 of STATISTICS.md with the kernels clustervec.simd selects. */
-void
+int
 cv_health_pairwise(const float *x, int64_t n, int d, const uint8_t *side,
 				   const CvHealthParams *params, double sigma_override,
 				   CvClusterStats *out)
 {
-	(void) cv_health_pairwise_with(current_kernels(), x, n, d, side, params,
-								   sigma_override, out, NULL);
+	return cv_health_pairwise_with(current_kernels(), x, n, d, side, params,
+								   sigma_override, out, NULL) ? 0 : -1;
 }

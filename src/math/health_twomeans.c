@@ -229,7 +229,7 @@ set_split_columns(const float *x, int64_t n, const TwoMeans *tm, const uint8_t *
 }
 
 /* 2. Two-means; side[i] = 0 (a) or 1 (b) after the third iteration (n bytes). */
-void
+int
 cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 					CvClusterStats *out)
 {
@@ -242,15 +242,15 @@ cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 		if (side != NULL && n > 0)
 			memset(side, 0, (size_t) n);
 		set_split_null(out);
-		return;
+		return 0;
 	}
 	scratch = malloc(sizeof(double) * 4 * (size_t) d);
 	if (scratch == NULL)
 	{
-		/* no error channel in health.h: leave a defined assignment, no values */
+		/* a defined assignment and no values, and the caller raises the error */
 		memset(side, 0, (size_t) n);
 		set_split_null(out);
-		return;
+		return -1;
 	}
 	tm.d = d;
 	tm.a = scratch;
@@ -264,4 +264,5 @@ cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 	else
 		set_split_columns(x, n, &tm, side, out);
 	free(scratch);
+	return 0;
 }

@@ -2,7 +2,9 @@
 # build (no PostgreSQL needed).  Include it from test/math/Makefile, or run
 # it directly:
 #   make -f test/math/health_pairwise.mk run-health-pairwise
-# Same warning and FP flags as the extension build.
+# Same warning and FP flags as the extension build.  Including it does not
+# change the includer's default goal.
+HP_TEST_SAVED_GOAL := $(.DEFAULT_GOAL)
 HP_TEST_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 HP_TEST_MATH := $(HP_TEST_DIR)/../../src/math
 HP_TEST_CC ?= cc
@@ -25,3 +27,5 @@ run-health-pairwise: $(HP_TEST_BIN)
 
 clean-health-pairwise:
 	rm -f $(HP_TEST_BIN)
+
+.DEFAULT_GOAL := $(HP_TEST_SAVED_GOAL)
