@@ -22,6 +22,11 @@ use CvTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+# CV_GPU_LIBRARY=clustervec_cuda runs the same scenarios on a real GPU
+# (test/gpu on the H200); the default is the CPU implementation.
+my $gpu_library = $ENV{CV_GPU_LIBRARY} // 'clustervec_cuda_cpu';
+my $gpu_backend = $gpu_library eq 'clustervec_cuda' ? 'cuda' : 'cpu-shim';
 use Time::HiRes qw(time usleep);
 
 my $dims = 32;
@@ -34,7 +39,7 @@ $node->init;
 $node->append_conf(
 	'postgresql.conf', qq{
 shared_preload_libraries = 'clustervec'
-clustervec.gpu_library = '\$libdir/clustervec_cuda_cpu'
+clustervec.gpu_library = '\$libdir/$gpu_library'
 max_parallel_workers_per_gather = 0
 log_statement = none
 });
@@ -89,8 +94,8 @@ sub counters
 }
 
 ok(defined wait_for("SELECT worker_state || ' ' || backend FROM clustervec_gpu_info()",
-		'ready cpu-shim', 30),
-	'the worker is ready (cpu-shim)');
+		"ready $gpu_backend", 30),
+	"the worker is ready ($gpu_backend)");
 
 # random vectors and queries, and the CPU path's answers
 sql(
@@ -300,7 +305,7 @@ is( sql(
 		    EXCEPT ALL SELECT * FROM expected) d}),
 	'0',
 	'the restarted worker answers as the CPU path does');
-ok($node->log_contains('clustervec GPU worker ready: cpu-shim'),
+ok($node->log_contains("clustervec GPU worker ready: $gpu_backend"),
 	'the server log shows the worker ready');
 
 $node->stop;
