@@ -8,6 +8,7 @@
 
 #include <float.h>
 
+#include "access/heaptoast.h"
 #include "access/relation.h"
 #include "optimizer/optimizer.h"
 #include "utils/rel.h"
@@ -16,20 +17,19 @@
 
 #include "ivf/ivf.h"
 
-/* The fraction of the index a scan reads with the current settings. */
+/* The fraction of the index a scan reads with the current settings, and the dimensions. */
 static double
-probed_fraction(Oid index_oid)
+probed_fraction(Oid index_oid, int *dimensions)
 {
 	Relation	index = index_open(index_oid, NoLock);
 	CvIvfMetaPageData meta;
-	double		fraction;
 
 	cvivf_read_meta(index, &meta);
 	index_close(index, NoLock);
+	*dimensions = meta.dimensions;
 	if ((meta.flags & CVIVF_META_NO_CENTROIDS) || meta.lists <= 1)
 		return 1.0;
-	fraction = (double) Min((uint32) cvivf_probes, meta.lists) / meta.lists;
-	return fraction;
+	return (double) Min((uint32) cvivf_probes, meta.lists) / meta.lists;
 }
 
 void
@@ -42,6 +42,7 @@ cvivfcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		fraction;
 	double		random_page_cost;
 	double		seq_page_cost;
+	int			dimensions;
 
 	if (path->indexorderbys == NIL)
 	{
@@ -52,13 +53,21 @@ cvivfcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		*pages = 0;
 		return;
 	}
-	fraction = probed_fraction(index->indexoid);
+	fraction = probed_fraction(index->indexoid, &dimensions);
 	costs.numIndexTuples = Max(1.0, index->tuples * fraction);
 	genericcostestimate(root, path, loop_count, &costs);
 	get_tablespace_page_costs(index->reltablespace, &random_page_cost, &seq_page_cost);
 	/* lists are chains of mostly consecutive pages: read sequentially */
 	if (loop_count <= 1)
 		costs.indexTotalCost -= costs.numIndexPages * (random_page_cost - seq_page_cost);
+	/*
+	 * Vectors wider than the TOAST threshold live out of line in the heap,
+	 * and the planner charges a sequential scan nothing for reading them
+	 * back; the index's pages hold those same bytes, so to compare like with
+	 * like they are not charged here either.
+	 */
+	if ((Size) dimensions * sizeof(float) > TOAST_TUPLE_THRESHOLD && loop_count <= 1)
+		costs.indexTotalCost -= costs.numIndexPages * seq_page_cost;
 	*startup = costs.indexTotalCost;
 	*total = costs.indexTotalCost;
 	*selectivity = costs.indexSelectivity;
