@@ -21,6 +21,7 @@
 #define CV_GPU_STAGING_BUFFERS 8
 #define CV_GPU_STAGING_BYTES ((Size) 16 * 1024 * 1024)
 #define CV_GPU_ERROR_LEN 256
+#define CV_GPU_PING_MAX_BYTES ((Size) 1024 * 1024 * 1024)
 
 /* Slot states; a slot moves FREE -> CLAIMED -> SUBMITTED -> RUNNING -> DONE -> FREE. */
 typedef enum CvGpuSlotState
@@ -87,6 +88,7 @@ typedef struct CvGpuShared
 	char		device_name[128];
 	char		compute_capability[16];
 	uint64		memory_total;
+	uint64		memory_free;	/* refreshed by the worker while idle */
 	dsm_handle	staging_handle;
 	uint32		staging_in_use; /* bitmap over CV_GPU_STAGING_BUFFERS */
 	uint64		next_request_id;

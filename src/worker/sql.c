@@ -106,7 +106,8 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 	nulls[4] = copy.compute_capability[0] == '\0';
 	values[5] = Int64GetDatum((int64) copy.memory_total);
 	nulls[5] = copy.memory_total == 0;
-	nulls[6] = true;			/* memory_free: reported once mirrors exist */
+	values[6] = Int64GetDatum((int64) copy.memory_free);
+	nulls[6] = copy.memory_total == 0;
 	values[7] = Int32GetDatum(0);	/* mirrors: none yet */
 	values[8] = Int64GetDatum(0);
 	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->gpu_requests));
@@ -125,10 +126,10 @@ clustervec_gpu_ping(PG_FUNCTION_ARGS)
 				duration;
 	int64		args[1] = {bytes};
 
-	if (bytes < 0 || (Size) bytes > CV_GPU_STAGING_BYTES)
+	if (bytes < 0 || (Size) bytes > CV_GPU_PING_MAX_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("payload_bytes must be between 0 and %zu", CV_GPU_STAGING_BYTES)));
+				 errmsg("payload_bytes must be between 0 and %zu", CV_GPU_PING_MAX_BYTES)));
 	if (!cv_gpu_worker_ready())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -136,20 +137,29 @@ clustervec_gpu_ping(PG_FUNCTION_ARGS)
 				 errdetail("%s", cv_gpu_shared == NULL ?
 						   "clustervec is not in shared_preload_libraries." : cv_gpu_shared->reason)));
 	INSTR_TIME_SET_CURRENT(start);
-	if (!cv_gpu_begin(&request, CV_OP_PING, bytes > 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the clustervec GPU worker went away before the ping")));
-	if (bytes > 0)
-		memset(request.payload, 0x5a, bytes);
-	if (!cv_gpu_run(&request, args, 1, bytes, &error, NULL))
+	/* a payload larger than a staging buffer streams through it in chunks */
+	for (Size sent = 0; sent < (Size) bytes || (bytes == 0 && sent == 0); sent += CV_GPU_STAGING_BYTES)
 	{
+		Size		chunk = Min((Size) bytes - sent, CV_GPU_STAGING_BYTES);
+
+		args[0] = chunk;
+		if (!cv_gpu_begin(&request, CV_OP_PING, chunk > 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the clustervec GPU worker went away before the ping")));
+		if (chunk > 0)
+			memset(request.payload, 0x5a, chunk);
+		if (!cv_gpu_run(&request, args, 1, chunk, &error, NULL))
+		{
+			cv_gpu_end(&request);
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("GPU ping failed: %s", error.message)));
+		}
 		cv_gpu_end(&request);
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("GPU ping failed: %s", error.message)));
+		if (bytes == 0)
+			break;
 	}
-	cv_gpu_end(&request);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	PG_RETURN_FLOAT8(INSTR_TIME_GET_MICROSEC(duration));

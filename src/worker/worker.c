@@ -26,6 +26,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "worker/protocol.h"
 #include "worker/worker.h"
@@ -217,6 +218,26 @@ publish_device(const CvCudaDeviceInfo *info)
 	cv_gpu_shared->memory_total = info->total_memory;
 	cv_gpu_shared->staging_handle = dsm_segment_handle(staging_segment);
 	cv_gpu_shared->staging_in_use = 0;
+	SpinLockRelease(&cv_gpu_shared->mutex);
+}
+
+/* Publishes the device's free memory, at most once a second. */
+static void
+publish_free_memory(void)
+{
+	static TimestampTz last = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	unsigned long long free_bytes = 0,
+				total_bytes = 0;
+	CvCudaError err = {0};
+
+	if (!TimestampDifferenceExceeds(last, now, 1000))
+		return;
+	last = now;
+	if (library.memory_info(&free_bytes, &total_bytes, &err) != CVCUDA_OK)
+		return;
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	cv_gpu_shared->memory_free = free_bytes;
 	SpinLockRelease(&cv_gpu_shared->mutex);
 }
 
@@ -420,7 +441,10 @@ cv_gpu_worker_main(Datum arg pg_attribute_unused())
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		if (cv_gpu_shared->worker_state == CV_WORKER_READY)
+		{
 			serve_requests();
+			publish_free_memory();
+		}
 		else
 			fail_unavailable_requests();
 	}

@@ -127,11 +127,18 @@ is(sql('SELECT clustervec_gpu_ping(0) > 0, clustervec_gpu_ping(1048576) > 0'),
 my ($requests1) = counters();
 cmp_ok($requests1, '>=', $requests0 + 2,
 	"gpu_requests grows with pings ($requests0 -> $requests1)");
-my ($rc, $out, $err) = try_sql('SELECT clustervec_gpu_ping(16777217)');
+my ($rc, $out, $err) = try_sql('SELECT clustervec_gpu_ping(1073741825)');
 like($err, qr/payload_bytes must be between 0 and/,
-	'a ping larger than a staging buffer is refused');
+	'a ping larger than 1 GiB is refused');
 is(sql('SELECT clustervec_gpu_ping(16777216) > 0'),
 	't', 'a ping of a whole staging buffer answers');
+($requests0) = counters();
+is(sql('SELECT clustervec_gpu_ping(3 * 16777216 + 1) > 0'),
+	't', 'a ping larger than a staging buffer streams through it');
+($requests1) = counters();
+cmp_ok($requests1, '>=', $requests0 + 4, 'in four chunks');
+is(sql('SELECT memory_free > 0 AND memory_free <= memory_total FROM clustervec_gpu_info()'),
+	't', 'clustervec_gpu_info reports free device memory');
 
 # the data: random vectors, some NULL, some deleted; random queries
 sql(
