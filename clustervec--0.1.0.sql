@@ -225,53 +225,42 @@ CREATE FUNCTION cvivf_verify(index regclass) RETURNS void
 
 -- cluster health: the 38 statistics of STATISTICS.md ---------------------------
 
+-- One row of cluster_health: the cluster, the 38 statistics of
+-- STATISTICS.md in its order, and the labels as text.
+CREATE TYPE cluster_health_row AS (
+	cluster bigint,
+	n bigint, centroid_norm float8, inertia float8, mean_dist float8,
+	spread float8, skew float8, kurtosis float8, radius float8,
+	cohesion float8, outlier_ratio float8, core_periphery_ratio float8,
+	mean_norm float8, norm_cv float8, embedding_quality float8,
+	novelty float8, between_ss float8,
+	split_gain float8, split_balance float8, split_separation float8,
+	mean_pairwise_dist float8, sigma float8, mean_pairwise_cos float8,
+	redundancy float8, redundant_members float8, breadth float8,
+	local_density float8, dist_entropy float8, entanglement float8,
+	split_silhouette float8,
+	potential_depth float8, curvature float8, escape_probability float8,
+	nearest_cluster bigint, nearest_dist float8, db_ratio float8,
+	neighbour_relevance float8, centroid_silhouette float8,
+	effective_rank float8,
+	cluster_text text, nearest_cluster_text text
+);
+
 CREATE FUNCTION cluster_health(
 	source regclass, cluster_column name, vector_column name,
 	order_column name DEFAULT NULL,
 	outlier_z float8 DEFAULT 2.0, dup_cos float8 DEFAULT 0.95, neighbours int DEFAULT 5,
 	sigma_bins int DEFAULT 256, entropy_bins int DEFAULT 20, rank_max_members int DEFAULT 2000,
-	progress boolean DEFAULT true,
-	OUT cluster bigint,
-	OUT n bigint, OUT centroid_norm float8, OUT inertia float8, OUT mean_dist float8,
-	OUT spread float8, OUT skew float8, OUT kurtosis float8, OUT radius float8,
-	OUT cohesion float8, OUT outlier_ratio float8, OUT core_periphery_ratio float8,
-	OUT mean_norm float8, OUT norm_cv float8, OUT embedding_quality float8,
-	OUT novelty float8, OUT between_ss float8,
-	OUT split_gain float8, OUT split_balance float8, OUT split_separation float8,
-	OUT mean_pairwise_dist float8, OUT sigma float8, OUT mean_pairwise_cos float8,
-	OUT redundancy float8, OUT redundant_members float8, OUT breadth float8,
-	OUT local_density float8, OUT dist_entropy float8, OUT entanglement float8,
-	OUT split_silhouette float8,
-	OUT potential_depth float8, OUT curvature float8, OUT escape_probability float8,
-	OUT nearest_cluster bigint, OUT nearest_dist float8, OUT db_ratio float8,
-	OUT neighbour_relevance float8, OUT centroid_silhouette float8,
-	OUT effective_rank float8,
-	OUT cluster_text text, OUT nearest_cluster_text text)
-	RETURNS SETOF record
+	progress boolean DEFAULT true)
+	RETURNS SETOF cluster_health_row
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
 CREATE FUNCTION cluster_health_query(
 	query text,
 	outlier_z float8 DEFAULT 2.0, dup_cos float8 DEFAULT 0.95, neighbours int DEFAULT 5,
 	sigma_bins int DEFAULT 256, entropy_bins int DEFAULT 20, rank_max_members int DEFAULT 2000,
-	progress boolean DEFAULT true,
-	OUT cluster bigint,
-	OUT n bigint, OUT centroid_norm float8, OUT inertia float8, OUT mean_dist float8,
-	OUT spread float8, OUT skew float8, OUT kurtosis float8, OUT radius float8,
-	OUT cohesion float8, OUT outlier_ratio float8, OUT core_periphery_ratio float8,
-	OUT mean_norm float8, OUT norm_cv float8, OUT embedding_quality float8,
-	OUT novelty float8, OUT between_ss float8,
-	OUT split_gain float8, OUT split_balance float8, OUT split_separation float8,
-	OUT mean_pairwise_dist float8, OUT sigma float8, OUT mean_pairwise_cos float8,
-	OUT redundancy float8, OUT redundant_members float8, OUT breadth float8,
-	OUT local_density float8, OUT dist_entropy float8, OUT entanglement float8,
-	OUT split_silhouette float8,
-	OUT potential_depth float8, OUT curvature float8, OUT escape_probability float8,
-	OUT nearest_cluster bigint, OUT nearest_dist float8, OUT db_ratio float8,
-	OUT neighbour_relevance float8, OUT centroid_silhouette float8,
-	OUT effective_rank float8,
-	OUT cluster_text text, OUT nearest_cluster_text text)
-	RETURNS SETOF record
+	progress boolean DEFAULT true)
+	RETURNS SETOF cluster_health_row
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION cluster_health_summary(
