@@ -157,6 +157,8 @@ extern uint64 cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta,
 							  BufferAccessStrategy strategy,
 							  CvIvfTupleVisitor visitor, void *arg);
 extern void cvivf_check_page(Relation index, Page page, BlockNumber block, uint16 kind);
+extern void cvivf_read_vector_at(Relation index, const CvIvfMetaPageData *meta,
+								 BlockNumber block, Size offset, float *out);
 
 /* centroids.c */
 extern const float *cvivf_get_centroids(Relation index, const CvIvfMetaPageData *meta,

@@ -224,3 +224,42 @@ cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta, BlockNumber first
 	pfree(walk.assembly);
 	return walk.visited;
 }
+
+/*
+ * Copies the vector of the tuple whose header is at (block, offset) into
+ * out, following the list's chain when the tuple continues on later pages.
+ * Bytes before a page's pd_lower never change, so the copy is stable.
+ */
+void
+cvivf_read_vector_at(Relation index, const CvIvfMetaPageData *meta, BlockNumber block,
+					 Size offset, float *out)
+{
+	Size		wanted = sizeof(float) * meta->dimensions;
+	Size		copied = 0;
+	Size		pos = offset + sizeof(CvIvfTupleHeader);
+
+	while (copied < wanted)
+	{
+		Buffer		buf;
+		Page		page;
+		Size		end;
+		Size		take;
+
+		if (!BlockNumberIsValid(block))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" has a tuple that ends before its vector",
+							RelationGetRelationName(index))));
+		buf = ReadBuffer(index, block);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		cvivf_check_page(index, page, block, CVIVF_PAGE_DATA);
+		end = ((PageHeader) page)->pd_lower;
+		take = pos < end ? Min(wanted - copied, end - pos) : 0;
+		memcpy((char *) out + copied, (char *) page + pos, take);
+		copied += take;
+		block = CvIvfPageGetOpaque(page)->next;
+		UnlockReleaseBuffer(buf);
+		pos = CVIVF_PAGE_DATA_START;
+	}
+}

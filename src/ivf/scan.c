@@ -18,12 +18,23 @@
 #include "utils/rel.h"
 
 #include "ivf/ivf.h"
+#include "math/distance.h"
+#include "math/distance_bound.h"
 #include "type/cvec.h"
 
+/*
+ * A candidate row.  Under L2 its distance starts as a lower bound from a
+ * float32 pass (exact = false) and becomes the operator's exact value only
+ * when it reaches the top of the heap, so only the rows returned (and a few
+ * near them) pay for the float64 kernel.
+ */
 typedef struct Candidate
 {
 	double		distance;
 	ItemPointerData tid;
+	bool		exact;
+	uint16		offset;			/* where the tuple's header is, to re-read it */
+	BlockNumber block;
 } Candidate;
 
 typedef struct RankedList
@@ -44,6 +55,7 @@ typedef struct CvIvfScanState
 	int			lists_opened;
 	int			max_lists;
 	Candidate  *heap;
+	float	   *vector;			/* a re-read candidate */
 	Size		heap_size;
 	Size		heap_capacity;
 } CvIvfScanState;
@@ -95,7 +107,8 @@ heapify(Candidate *heap, Size size)
 }
 
 static void
-push_candidate(CvIvfScanState *state, double distance, ItemPointer tid)
+push_candidate(CvIvfScanState *state, double distance, ItemPointer tid, bool exact,
+			   BlockNumber block, Size offset)
 {
 	if (state->heap_size == state->heap_capacity)
 	{
@@ -106,18 +119,50 @@ push_candidate(CvIvfScanState *state, double distance, ItemPointer tid)
 	}
 	state->heap[state->heap_size].distance = distance;
 	state->heap[state->heap_size].tid = *tid;
+	state->heap[state->heap_size].exact = exact;
+	state->heap[state->heap_size].block = block;
+	state->heap[state->heap_size].offset = (uint16) offset;
 	state->heap_size++;
 }
 
 static void
 collect_tuple(const CvIvfTupleHeader *header, const float *vector,
-			  BlockNumber block pg_attribute_unused(), Size offset pg_attribute_unused(), void *arg)
+			  BlockNumber block, Size offset, void *arg)
 {
 	CvIvfScanState *state = (CvIvfScanState *) arg;
-	double		distance = state->query_is_null ? 0 :
-		cvivf_distance(state->meta.metric, state->query, vector, state->meta.dimensions);
+	double		distance = 0;
+	bool		exact = true;
 
-	push_candidate(state, distance, (ItemPointer) &header->heap_tid);
+	if (!state->query_is_null && state->meta.metric == CVIVF_METRIC_L2)
+	{
+		double		bound = cv_l2_squared_lower_bound(state->query, vector,
+													  state->meta.dimensions);
+
+		exact = bound < 0;
+		distance = exact ? sqrt(cv_distance->l2_squared(state->query, vector,
+														state->meta.dimensions)) : sqrt(bound);
+	}
+	else if (!state->query_is_null)
+		distance = cvivf_distance(state->meta.metric, state->query, vector,
+								  state->meta.dimensions);
+	push_candidate(state, distance, (ItemPointer) &header->heap_tid, exact, block, offset);
+}
+
+/* Replaces the top candidate's lower bound by its exact distance. */
+static void
+refine_top(IndexScanDesc scan, CvIvfScanState *state)
+{
+	Candidate  *top = &state->heap[0];
+
+	if (state->vector == NULL)
+		state->vector = MemoryContextAlloc(state->context,
+										   sizeof(float) * state->meta.dimensions);
+	cvivf_read_vector_at(scan->indexRelation, &state->meta, top->block, top->offset,
+						 state->vector);
+	top->distance = cvivf_distance(state->meta.metric, state->query, state->vector,
+								   state->meta.dimensions);
+	top->exact = true;
+	sift_down(state->heap, state->heap_size, 0);
 }
 
 static int
@@ -263,12 +308,19 @@ cvivfgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 
 	if (!state->started)
 		start_scan(scan, state);
-	while (state->heap_size == 0)
-		if (!open_next_lists(scan, state))
-		{
-			MemoryContextSwitchTo(old);
-			return false;
-		}
+	for (;;)
+	{
+		while (state->heap_size == 0)
+			if (!open_next_lists(scan, state))
+			{
+				MemoryContextSwitchTo(old);
+				return false;
+			}
+		/* an exact top is no farther than any bound below it: return it */
+		if (state->heap[0].exact)
+			break;
+		refine_top(scan, state);
+	}
 	scan->xs_heaptid = state->heap[0].tid;
 	scan->xs_orderbyvals[0] = Float8GetDatum(state->heap[0].distance);
 	scan->xs_orderbynulls[0] = state->query_is_null;
