@@ -24,9 +24,7 @@
 #include <string.h>
 
 #include "health.h"
-
-/* Partial sums per distance; the reduction order is part of the result. */
-#define LANES 8
+#include "health_lanes.h"
 
 /* Bytes of centroids kept resident as one tile of the pair sweep. */
 #define TILE_BYTES (1024 * 1024)
@@ -39,41 +37,6 @@ typedef void (*PairKernel) (const double *a0, const double *a1,
 /* The kernel computing a member's squared distance to one centroid. */
 typedef double (*MemberKernel) (const float *x, const double *c, int d);
 
-/*
- * Eight float64 lanes as two GNU C vectors of four (lanes 0-3, 4-7): GCC
- * keeps these in registers for every target (one ymm, or two xmm), where
- * a plain array, or one vector of eight, went through the stack in the
- * AVX2 build.  Lane i of every operation is the plain float64 operation on
- * lane i, so the bits do not depend on the target.
- */
-typedef double Half __attribute__((vector_size(4 * sizeof(double))));
-
-/* Folds eight lanes by the fixed tree (i += i+4, i+2, i+1). */
-static inline double
-fold_lanes(const double *l)
-{
-	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-}
-
-/*
- * Stores the two halves of the lanes, adds the last d % LANES terms (term t
- * of the tail into lane t) and folds.
- */
-static inline __attribute__((always_inline)) double
-finish_lanes(const Half *lo, const Half *hi, const double *tail, int count)
-{
-	double		l[LANES];
-	int			t;
-
-	memcpy(l, lo, sizeof(Half));
-	memcpy(l + 4, hi, sizeof(Half));
-	for (t = 0; t < count; t++)
-		l[t] += tail[t];
-	return fold_lanes(l);
-}
-
-/* Loads four float64 (unaligned). */
-#define LOAD_HALF(dst, src) memcpy(&(dst), (src), sizeof(Half))
 
 /* Four squared distances at once; the body every variant compiles. */
 static inline __attribute__((always_inline)) void

@@ -27,9 +27,7 @@
 #include <string.h>
 
 #include "health.h"
-
-/* Partial sums per dot product; the reduction order is part of the result. */
-#define LANES 8
+#include "health_lanes.h"
 
 /* Float64 columns of P per chunk (a multiple of LANES). */
 #define CHUNK 256
@@ -45,39 +43,6 @@ typedef void (*DotKernel) (const double *a0, const double *a1,
 						   const double *b0, const double *b1,
 						   int len, double *out);
 
-/*
- * Eight float64 lanes as two GNU C vectors of four (lanes 0-3, 4-7): GCC
- * keeps them in registers for every target (one ymm, or two xmm), where a
- * plain array went through the stack in the AVX2 build.  Lane i of every
- * operation is the plain float64 operation on lane i, so the bits do not
- * depend on the target.
- */
-typedef double Half __attribute__((vector_size(4 * sizeof(double))));
-
-/* Unaligned load and store of four float64. */
-#define LOAD_HALF(dst, src) memcpy(&(dst), (src), sizeof(Half))
-#define STORE_HALF(dst, src) memcpy((dst), &(src), sizeof(Half))
-
-/* Folds eight lanes by the fixed tree (i += i+4, i+2, i+1). */
-static inline double
-fold_lanes(const double *l)
-{
-	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-}
-
-/* Stores both halves, adds the tail (term t into lane t) and folds. */
-static inline __attribute__((always_inline)) double
-finish_lanes(const Half *lo, const Half *hi, const double *tail, int count)
-{
-	double		l[LANES];
-	int			t;
-
-	memcpy(l, lo, sizeof(Half));
-	memcpy(l + 4, hi, sizeof(Half));
-	for (t = 0; t < count; t++)
-		l[t] += tail[t];
-	return fold_lanes(l);
-}
 
 /* Four dot products over len (a multiple of LANES); every variant's body. */
 static inline __attribute__((always_inline)) void
