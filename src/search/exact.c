@@ -150,7 +150,7 @@ group_on_gpu(Search *s, int first, int n, CvGpuError *error)
 	if (!cv_gpu_begin(&request, CV_OP_KNN_EXACT, true))
 	{
 		error->code = CV_GPU_ERR_WORKER_EXITED;
-		strlcpy(error->message, "the clustervec GPU worker went away", CV_GPU_ERROR_LEN);
+		strlcpy(error->message, "the clustervec GPU worker exited before the request", CV_GPU_ERROR_LEN);
 		return false;
 	}
 	memcpy(request.payload, s->queries + (Size) first * s->dims, query_bytes);

@@ -146,7 +146,7 @@ clustervec_gpu_ping(PG_FUNCTION_ARGS)
 		if (!cv_gpu_begin(&request, CV_OP_PING, chunk > 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the clustervec GPU worker went away before the ping")));
+					 errmsg("the clustervec GPU worker exited before the ping")));
 		if (chunk > 0)
 			memset(request.payload, 0x5a, chunk);
 		if (!cv_gpu_run(&request, args, 1, chunk, &error, NULL))
