@@ -7,21 +7,25 @@
 #   make cudatest    both tests against clustervec_cuda.so (cuda.mk; GPU machine)
 
 CVCUDA_CPU_LIB = cuda/clustervec_cuda_cpu$(DLSUFFIX)
-CVCUDA_MATH_SRCS = $(sort $(wildcard $(srcdir)/src/math/distance*.c))
-CVCUDA_MATH_HDRS = $(wildcard $(srcdir)/src/math/distance*.h)
-CVCUDA_API_HDRS = $(srcdir)/cuda/include/clustervec_cuda.h $(srcdir)/cuda/cvcuda_internal.h
+# The shim is cpu_shim*.c, one file per family of the API, over all of
+# src/math (the reference the CUDA library is tested against).
+CVCUDA_SHIM_SRCS = $(sort $(wildcard $(srcdir)/cuda/cpu_shim*.c))
+CVCUDA_MATH_SRCS = $(sort $(wildcard $(srcdir)/src/math/*.c))
+CVCUDA_MATH_HDRS = $(wildcard $(srcdir)/src/math/*.h)
+CVCUDA_API_HDRS = $(srcdir)/cuda/include/clustervec_cuda.h $(srcdir)/cuda/cvcuda_internal.h \
+	$(srcdir)/cuda/cpu_shim.h
 # -ffp-contract=off is part of src/math's bitwise contract (no fused multiply-add).
 CVCUDA_CPU_CFLAGS = -O2 -Wall -Wextra -ffp-contract=off \
-	-I$(srcdir)/cuda/include -I$(srcdir)/cuda -I$(srcdir)/src/math
+	-I$(srcdir)/cuda/include -I$(srcdir)/cuda -I$(srcdir)/src -I$(srcdir)/src/math
 CVCUDA_TESTS = cuda/tests/ping_test cuda/tests/knn_test
 
 all: $(CVCUDA_CPU_LIB)
 
 # Hidden visibility: only the API (marked in cpu_shim.c) is exported.
-$(CVCUDA_CPU_LIB): $(srcdir)/cuda/cpu_shim.c $(CVCUDA_MATH_SRCS) $(CVCUDA_MATH_HDRS) $(CVCUDA_API_HDRS)
+$(CVCUDA_CPU_LIB): $(CVCUDA_SHIM_SRCS) $(CVCUDA_MATH_SRCS) $(CVCUDA_MATH_HDRS) $(CVCUDA_API_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CVCUDA_CPU_CFLAGS) -fPIC -fvisibility=hidden -shared -o $@ \
-		$(srcdir)/cuda/cpu_shim.c $(CVCUDA_MATH_SRCS) -lm
+		$(CVCUDA_SHIM_SRCS) $(CVCUDA_MATH_SRCS) -lm
 
 install: install-cuda-cpu
 .PHONY: install-cuda-cpu

@@ -15,11 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clustervec_cuda.h"
-#include "cvcuda_internal.h"
+#include "cpu_shim.h"
 #include "distance.h"
-
-#define CVCUDA_API __attribute__((visibility("default")))
 
 /* A candidate neighbour: its distance's sort key and its row. */
 typedef struct Candidate

@@ -22,6 +22,16 @@
 #define CVCUDA_HD static inline
 #endif
 
+/*
+ * A buffer of either library: data is device memory in clustervec_cuda.so
+ * and host memory in the CPU shim.
+ */
+struct CvCudaBuffer
+{
+	void	   *data;
+	size_t		bytes;
+};
+
 /* The key of an empty result slot: after every real distance, NaN included. */
 #define CVCUDA_KEY_NONE UINT64_MAX
 
@@ -91,6 +101,21 @@ cvcuda_set_ok(CvCudaError *err)
 {
 	if (err)
 		memset(err, 0, sizeof(*err));
+	return CVCUDA_OK;
+}
+
+/* Checks that [offset, offset + bytes) lies inside the buffer and host is given. */
+static inline CvCudaStatus
+cvcuda_check_buffer_range(const CvCudaBuffer *buffer, size_t offset, size_t bytes,
+						  const void *host, const char *what, CvCudaError *err)
+{
+	if (buffer == NULL || (bytes > 0 && host == NULL))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: buffer and host pointer must not be NULL", what);
+	if (offset > buffer->bytes || bytes > buffer->bytes - offset)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: %zu bytes at offset %zu exceed the buffer's %zu bytes",
+								what, bytes, offset, buffer->bytes);
 	return CVCUDA_OK;
 }
 

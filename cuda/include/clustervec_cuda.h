@@ -17,13 +17,17 @@
 #define CLUSTERVEC_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C"
 {
 #endif
 
-#define CVCUDA_ABI_VERSION 2
+/* CvClusterStats and CvHealthParams: plain C, shared with the CPU reference. */
+#include "math/health.h"
+
+#define CVCUDA_ABI_VERSION 3
 #define CVCUDA_ERROR_LEN 256
 
 /* Largest k cvcuda_knn_exact accepts. */
@@ -130,6 +134,185 @@ CvCudaStatus cvcuda_knn_exact(const float *base, long long rows, int dims,
  * end to end; the CPU shim computes it on the CPU.
  */
 CvCudaStatus cvcuda_ping(int device, int n, float scale, float *out, CvCudaError *err);
+
+
+/* ---------------------------------------------------------------------
+ * Device buffers (ABI 3)
+ *
+ * Memory the library owns on the device (the CPU shim: host memory), held
+ * by the caller between calls through an opaque handle: the worker uploads
+ * a request's data into buffers chunk by chunk (the staging pool is
+ * smaller than the data), runs operations over them and reads results
+ * back.  Offsets and sizes are in bytes.
+ * --------------------------------------------------------------------- */
+typedef struct CvCudaBuffer CvCudaBuffer;
+
+/* Allocates bytes (> 0) of device memory; CVCUDA_OUT_OF_MEMORY when it does not fit. */
+CvCudaStatus cvcuda_buffer_alloc(size_t bytes, CvCudaBuffer **buffer, CvCudaError *err);
+
+/* Frees a buffer; NULL is allowed. */
+void		cvcuda_buffer_free(CvCudaBuffer *buffer);
+
+/* The buffer's size in bytes. */
+size_t		cvcuda_buffer_size(const CvCudaBuffer *buffer);
+
+/* Copies bytes from host memory into the buffer at offset, and waits. */
+CvCudaStatus cvcuda_buffer_write(CvCudaBuffer *buffer, size_t offset, const void *src,
+								 size_t bytes, CvCudaError *err);
+
+/* Copies bytes of the buffer at offset into host memory, and waits. */
+CvCudaStatus cvcuda_buffer_read(const CvCudaBuffer *buffer, size_t offset, void *dst,
+								size_t bytes, CvCudaError *err);
+
+/* ---------------------------------------------------------------------
+ * Cluster statistics (ABI 3): STATISTICS.md on the device, every cluster
+ * of a chunk in one launch per family.
+ *
+ * A chunk is CSR: members holds total x d float4 rows, the clusters one
+ * after another, each in member order; offsets holds nclusters + 1 int64
+ * with offsets[0] = 0 and offsets[nclusters] = total.  stats holds
+ * nclusters CvClusterStats (src/math/health.h), the same record the CPU
+ * reference fills.  Results agree with src/math within STATISTICS.md's
+ * GPU tolerances (exact FP32 products, float64 sums and moments).
+ * --------------------------------------------------------------------- */
+
+/* Largest d the statistics accept. */
+#define CVCUDA_HEALTH_MAX_DIMS 16000
+
+/*
+ * Pass 1, section 1 without novelty and between_ss (which need g; the
+ * caller computes them from the centroids): fills each cluster's section-1
+ * columns and collapsed flag in stats, every other column NULL, and writes
+ * its centroid to centroids (nclusters x d float64), computed so identical
+ * members give their value bit for bit.
+ */
+CvCudaStatus cvcuda_health_centroid(const CvCudaBuffer *members, const CvCudaBuffer *offsets,
+									long long nclusters, int d, const CvHealthParams *params,
+									CvCudaBuffer *centroids, CvCudaBuffer *stats,
+									CvCudaError *err);
+
+/*
+ * Every centroid of the whole input, for the neighbour family: k rows of d
+ * float64, and each cluster's mean_dist and mean_norm (k float64 each),
+ * clusters numbered in label order.  nearest (k x m int64), nearest_dist
+ * (k x m float64) and db_ratio (k float64) form the neighbour table of
+ * cv_health_neighbour_prepare, m = min(neighbours, k - 1); the table
+ * buffers may be NULL when m = 0.
+ */
+typedef struct CvCudaCentroidSet
+{
+	long long	k;
+	int			d;
+	int			m;
+	const CvCudaBuffer *centroids;
+	const CvCudaBuffer *mean_dist;
+	const CvCudaBuffer *mean_norm;
+	CvCudaBuffer *nearest;
+	CvCudaBuffer *nearest_dist;
+	CvCudaBuffer *db_ratio;
+} CvCudaCentroidSet;
+
+/*
+ * Fills the neighbour table of set (nearest, nearest_dist, db_ratio) from
+ * its centroids, mean_dist and mean_norm exactly as
+ * cv_health_neighbour_prepare defines it (float64 distances computed from
+ * differences; ties to the smaller index).
+ */
+CvCudaStatus cvcuda_health_neighbour_table(CvCudaCentroidSet *set, CvCudaError *err);
+
+/*
+ * Pass 2, sections 2 to 6 for the chunk's clusters, which are clusters
+ * first_cluster .. first_cluster + nclusters - 1 of set: reads the pass-1
+ * columns of stats (and the centroids from set) and fills the columns of
+ * sections 2-6 (and rank_refused); section 1 columns are left as they are.
+ */
+CvCudaStatus cvcuda_health_members(const CvCudaBuffer *members, const CvCudaBuffer *offsets,
+								   long long nclusters, long long first_cluster,
+								   const CvCudaCentroidSet *set, const CvHealthParams *params,
+								   CvCudaBuffer *stats, CvCudaError *err);
+
+/* ---------------------------------------------------------------------
+ * k-means for index builds (ABI 3)
+ * --------------------------------------------------------------------- */
+
+/* Metrics, as src/math/kmeans.h's CvKmeansMetric. */
+#define CVCUDA_KMEANS_L2 0
+#define CVCUDA_KMEANS_SPHERICAL 1
+#define CVCUDA_KMEANS_INNER_PRODUCT 2
+
+/* Assignment modes. */
+#define CVCUDA_ASSIGN_FP32 0	/* exact FP32 products and sums */
+#define CVCUDA_ASSIGN_BF16 1	/* bf16 tensor-core products, best candidates re-checked in FP32 */
+
+/*
+ * k-means++ seeding's refresh: dist[i] = min(dist[i], l2_squared(point i,
+ * centre j)) over the count centres (host, count x d float4), with
+ * l2_squared bit for bit src/math's cv_distance->l2_squared (float64, the
+ * fixed 16-lane tree), so seeds drawn from dist equal the CPU path's.
+ * points: n x d float4; dist: n float64, in and out.
+ */
+CvCudaStatus cvcuda_kmeans_refresh(const CvCudaBuffer *points, long long n, int d,
+								   const float *centres, int count, CvCudaBuffer *dist,
+								   CvCudaError *err);
+
+/*
+ * Nearest centroid of every point, fused (the n x k matrix never exists):
+ * assign[i] (int32) and score[i] (float4: squared L2 for L2, minus the
+ * inner product otherwise), ties to the lower centroid.  centroids: k x d
+ * float4.  CVCUDA_ASSIGN_BF16 ranks with bf16 products and re-checks the
+ * best candidates in FP32, so the result equals CVCUDA_ASSIGN_FP32's up to
+ * exact ties.
+ */
+CvCudaStatus cvcuda_kmeans_assign(const CvCudaBuffer *points, long long n, int d,
+								  const CvCudaBuffer *centroids, int k, int metric, int mode,
+								  CvCudaBuffer *assign, CvCudaBuffer *score, CvCudaError *err);
+
+/*
+ * Lloyd iterations from the k centroids in centroids (k x d float4, refined
+ * in place), as cv_kmeans_lloyd: assign, stop when nothing changed, refill
+ * empty clusters by its rule, update to float64 means (spherical:
+ * re-normalised) by sorting points by cluster and reducing segments.
+ * assign: n int32 out (the assignment the final centroids average);
+ * inertia_history: host, iterations float64 (may be NULL); *iterations_run
+ * and *inertia (of the last assignment) out.
+ */
+CvCudaStatus cvcuda_kmeans_lloyd(const CvCudaBuffer *points, long long n, int d,
+								 CvCudaBuffer *centroids, int k, int iterations, int metric,
+								 int mode, CvCudaBuffer *assign, double *inertia_history,
+								 int *iterations_run, double *inertia, CvCudaError *err);
+
+/* ---------------------------------------------------------------------
+ * IVF search over a mirror (ABI 3)
+ *
+ * A mirror: centroids (lists x d float4), the list vectors packed per list
+ * (total x d float4; list l is rows list_offsets[l] .. list_offsets[l+1]-1,
+ * list_offsets holding lists + 1 int64).  Positions are row numbers in the
+ * packed array; the caller maps them to TIDs.
+ * --------------------------------------------------------------------- */
+
+/* Distances, as the index's operator classes. */
+#define CVCUDA_METRIC_L2 0			/* Euclidean distance */
+#define CVCUDA_METRIC_IP 1			/* negative inner product */
+#define CVCUDA_METRIC_COSINE 2		/* 1 - cosine similarity */
+
+/* Largest k and probes cvcuda_ivf_search accepts. */
+#define CVCUDA_SEARCH_MAX_K 1024
+
+/*
+ * For each of nq queries (host, nq x d float4): ranks the lists by the
+ * distance of their centroid to the query (src/math's exact float64
+ * values, ties to the lower list), scans the first probes lists and writes
+ * the k best rows to out_position[q * k + r] and their distance to
+ * out_distance[q * k + r], ascending, equal distances by ascending
+ * position; the distances are bit for bit src/math's exact float64 values
+ * (the CPU index scan's), so GPU and CPU answers over the same lists are
+ * equal.  Fewer than k rows in the probed lists: the tail is -1 / +inf.
+ */
+CvCudaStatus cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d,
+							   const CvCudaBuffer *vectors, const CvCudaBuffer *list_offsets,
+							   int metric, const float *queries, int nq, int k, int probes,
+							   long long *out_position, double *out_distance,
+							   CvCudaError *err);
 
 #ifdef __cplusplus
 }
