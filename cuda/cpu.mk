@@ -9,7 +9,7 @@
 CVCUDA_CPU_LIB = cuda/clustervec_cuda_cpu$(DLSUFFIX)
 # The shim is cpu_shim*.c, one file per family of the API, over all of
 # src/math (the reference the CUDA library is tested against).
-CVCUDA_SHIM_SRCS = $(sort $(wildcard $(srcdir)/cuda/cpu_shim*.c))
+CVCUDA_SHIM_SRCS ?= $(sort $(wildcard $(srcdir)/cuda/cpu_shim*.c))
 CVCUDA_MATH_SRCS = $(sort $(wildcard $(srcdir)/src/math/*.c))
 CVCUDA_MATH_HDRS = $(wildcard $(srcdir)/src/math/*.h)
 CVCUDA_API_HDRS = $(srcdir)/cuda/include/clustervec_cuda.h $(srcdir)/cuda/cvcuda_internal.h \
@@ -17,7 +17,7 @@ CVCUDA_API_HDRS = $(srcdir)/cuda/include/clustervec_cuda.h $(srcdir)/cuda/cvcuda
 # -ffp-contract=off is part of src/math's bitwise contract (no fused multiply-add).
 CVCUDA_CPU_CFLAGS = -O2 -Wall -Wextra -ffp-contract=off \
 	-I$(srcdir)/cuda/include -I$(srcdir)/cuda -I$(srcdir)/src -I$(srcdir)/src/math
-CVCUDA_TESTS = cuda/tests/ping_test cuda/tests/knn_test
+CVCUDA_TESTS = $(patsubst $(srcdir)/%.c,%,$(sort $(wildcard $(srcdir)/cuda/tests/*_test.c)))
 
 all: $(CVCUDA_CPU_LIB)
 
@@ -42,20 +42,15 @@ clean: clean-cuda-cpu
 clean-cuda-cpu:
 	rm -f $(CVCUDA_CPU_LIB) $(CVCUDA_TESTS)
 
-# The tests dlopen the library named on their command line, like the worker.
-cuda/tests/ping_test: $(srcdir)/cuda/tests/ping_test.c $(CVCUDA_API_HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(CVCUDA_CPU_CFLAGS) $< -o $@ -ldl
-
-# knn_test's reference is src/math's scalar l2_squared, linked in.
-cuda/tests/knn_test: $(srcdir)/cuda/tests/knn_test.c $(CVCUDA_MATH_SRCS) $(CVCUDA_MATH_HDRS) $(CVCUDA_API_HDRS)
+# The tests dlopen the library named on their command line, like the
+# worker; their references are src/math, linked in.
+cuda/tests/%_test: $(srcdir)/cuda/tests/%_test.c $(wildcard $(srcdir)/cuda/tests/*.h) $(CVCUDA_MATH_SRCS) $(CVCUDA_MATH_HDRS) $(CVCUDA_API_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CVCUDA_CPU_CFLAGS) $< $(CVCUDA_MATH_SRCS) -o $@ -ldl -lm
 
-# Runs both tests even when the first fails; each ends "N passed, N failed".
+# Runs every test even when one fails; each ends "N passed, N failed".
 .PHONY: cputest
 cputest: $(CVCUDA_CPU_LIB) $(CVCUDA_TESTS)
-	@st=0; \
-	cuda/tests/ping_test ./$(CVCUDA_CPU_LIB) --require-device || st=1; \
-	cuda/tests/knn_test ./$(CVCUDA_CPU_LIB) --require-device || st=1; \
-	exit $$st
+	@st=0; for t in $(CVCUDA_TESTS); do \
+		$$t ./$(CVCUDA_CPU_LIB) --require-device || st=1; \
+	done; exit $$st

@@ -9,7 +9,7 @@ CUDA_GENCODE = -gencode arch=compute_90a,code=sm_90a \
 	-gencode arch=compute_80,code=compute_80
 NVCCFLAGS = -O3 -std=c++17 $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra \
 	-I$(srcdir)/cuda/include -I$(srcdir)/cuda -I$(srcdir)/src
-CUDA_SRCS = $(wildcard $(srcdir)/cuda/*.cu)
+CUDA_SRCS ?= $(wildcard $(srcdir)/cuda/*.cu)
 CUDA_OBJS = $(patsubst $(srcdir)/%.cu,%.cuda.o,$(CUDA_SRCS))
 CUDA_HDRS = $(wildcard $(srcdir)/cuda/*.cuh $(srcdir)/cuda/*.h) \
 	$(srcdir)/cuda/include/clustervec_cuda.h
@@ -42,11 +42,10 @@ clean: clean-cuda
 clean-cuda:
 	rm -f $(CUDA_OBJS) $(CUDA_LIB)
 
-# Both tests (built by cpu.mk) against the CUDA library on a machine with a
-# GPU; --require-device turns "no device" into a failure instead of a skip.
+# Every test (built by cpu.mk) against the CUDA library on a machine with
+# a GPU; --require-device turns "no device" into a failure instead of a skip.
 .PHONY: cudatest
-cudatest: $(CUDA_LIB) cuda/tests/ping_test cuda/tests/knn_test
-	@st=0; \
-	cuda/tests/ping_test ./$(CUDA_LIB) --require-device || st=1; \
-	cuda/tests/knn_test ./$(CUDA_LIB) --require-device || st=1; \
-	exit $$st
+cudatest: $(CUDA_LIB) $(CVCUDA_TESTS)
+	@st=0; for t in $(CVCUDA_TESTS); do \
+		$$t ./$(CUDA_LIB) --require-device || st=1; \
+	done; exit $$st
