@@ -231,6 +231,15 @@ CvCudaStatus cvcuda_health_members(const CvCudaBuffer *members, const CvCudaBuff
 								   const CvCudaCentroidSet *set, const CvHealthParams *params,
 								   CvCudaBuffer *stats, CvCudaError *err);
 
+/*
+ * Milliseconds each family took on the device in the last
+ * cvcuda_health_centroid and cvcuda_health_members calls, for benchmarks:
+ * [0] centroid, [1] two-means, [2] pairwise, [3] neighbour (table and
+ * members), [4] potential, [5] rank.  The CPU shim measures its loops.
+ */
+#define CVCUDA_HEALTH_FAMILIES 6
+void		cvcuda_health_timings(double ms[CVCUDA_HEALTH_FAMILIES]);
+
 /* ---------------------------------------------------------------------
  * k-means for index builds (ABI 3)
  * --------------------------------------------------------------------- */
