@@ -49,8 +49,9 @@ cuda/tests/%_test: $(srcdir)/cuda/tests/%_test.c $(wildcard $(srcdir)/cuda/tests
 	$(CC) $(CVCUDA_CPU_CFLAGS) $< $(CVCUDA_MATH_SRCS) -o $@ -ldl -lm
 
 # Runs every test even when one fails; each ends "N passed, N failed".
-.PHONY: cputest
-cputest: $(CVCUDA_CPU_LIB) $(CVCUDA_TESTS)
+.PHONY: cputest cputest-programs
+cputest-programs: $(CVCUDA_TESTS)
+cputest: $(CVCUDA_CPU_LIB) cputest-programs
 	@st=0; for t in $(CVCUDA_TESTS); do \
 		$$t ./$(CVCUDA_CPU_LIB) --require-device || st=1; \
 	done; exit $$st

@@ -19,7 +19,7 @@ all: $(CUDA_LIB)
 
 # The distance kernels must round every product and sum separately, as the
 # CPU path does (bitwise-equal distances): no contracted multiply-adds.
-cuda/knn_distance.cuda.o: NVCCFLAGS += -fmad=false
+cuda/knn_distance.cuda.o cuda/kmeans_refresh.cuda.o cuda/ivf_search.cuda.o: NVCCFLAGS += -fmad=false
 
 %.cuda.o: %.cu $(CUDA_HDRS)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -45,7 +45,7 @@ clean-cuda:
 # Every test (built by cpu.mk) against the CUDA library on a machine with
 # a GPU; --require-device turns "no device" into a failure instead of a skip.
 .PHONY: cudatest
-cudatest: $(CUDA_LIB) $(CVCUDA_TESTS)
+cudatest: $(CUDA_LIB) cputest-programs
 	@st=0; for t in $(CVCUDA_TESTS); do \
 		$$t ./$(CUDA_LIB) --require-device || st=1; \
 	done; exit $$st

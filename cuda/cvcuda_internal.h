@@ -204,4 +204,290 @@ cvcuda_check_ping_args(int n, const float *out, CvCudaError *err)
 	return CVCUDA_OK;
 }
 
+/* ---------------------------------------------------------------------
+ * Cluster statistics: the argument checks of cvcuda_health_* (both
+ * libraries), so both answer the same status and message.
+ * --------------------------------------------------------------------- */
+
+/* Checks the parameters against STATISTICS.md's valid ranges. */
+static inline CvCudaStatus
+cvcuda_check_health_params(const CvHealthParams *p, const char *what, CvCudaError *err)
+{
+	if (p == NULL)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0, "%s: params must not be NULL",
+								what);
+	if (!(p->outlier_z >= 0) || !(p->dup_cos > 0 && p->dup_cos <= 1) || p->neighbours < 1 ||
+		p->sigma_bins < 2 || p->entropy_bins < 2 || p->rank_max_members < 2)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: parameters out of range (outlier_z >= 0, 0 < dup_cos <= 1, "
+								"neighbours >= 1, sigma_bins >= 2, entropy_bins >= 2, "
+								"rank_max_members >= 2)", what);
+	return CVCUDA_OK;
+}
+
+/* Checks that buffer holds at least count elements of size bytes each. */
+static inline CvCudaStatus
+cvcuda_check_health_buffer(const CvCudaBuffer *buffer, long long count, size_t size,
+						   const char *what, const char *name, CvCudaError *err)
+{
+	if (buffer == NULL)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0, "%s: %s must not be NULL",
+								what, name);
+	if (count < 0 || (unsigned long long) count > buffer->bytes / size)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: %s holds %zu bytes, %lld elements of %zu bytes do not fit",
+								what, name, buffer->bytes, count, size);
+	return CVCUDA_OK;
+}
+
+/*
+ * Checks a chunk's shape before its offsets are read: d in range,
+ * nclusters >= 0, offsets and stats large enough.
+ */
+static inline CvCudaStatus
+cvcuda_check_health_chunk(const CvCudaBuffer *members, const CvCudaBuffer *offsets,
+						  long long nclusters, int d, const CvCudaBuffer *stats,
+						  const char *what, CvCudaError *err)
+{
+	CvCudaStatus status;
+
+	if (d < 1 || d > CVCUDA_HEALTH_MAX_DIMS)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: d (%d) must be between 1 and %d", what, d,
+								CVCUDA_HEALTH_MAX_DIMS);
+	if (nclusters < 0 || nclusters > (long long) (SIZE_MAX / sizeof(CvClusterStats)) - 1)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: nclusters (%lld) out of range", what, nclusters);
+	if (members == NULL)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0, "%s: members must not be NULL",
+								what);
+	status = cvcuda_check_health_buffer(offsets, nclusters + 1, sizeof(long long), what,
+										"offsets", err);
+	if (status != CVCUDA_OK)
+		return status;
+	return cvcuda_check_health_buffer(stats, nclusters, sizeof(CvClusterStats), what,
+									  "stats", err);
+}
+
+/*
+ * Checks the offsets' values (a host copy): offsets[0] = 0, non-decreasing,
+ * and members holding offsets[nclusters] rows of d float4.
+ */
+static inline CvCudaStatus
+cvcuda_check_health_offsets(const long long *offsets, long long nclusters, int d,
+							const CvCudaBuffer *members, const char *what, CvCudaError *err)
+{
+	long long	total;
+
+	if (offsets[0] != 0)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: offsets[0] is %lld, not 0", what, offsets[0]);
+	for (long long c = 0; c < nclusters; c++)
+		if (offsets[c + 1] < offsets[c])
+			return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+									"%s: offsets decrease at cluster %lld (%lld after %lld)",
+									what, c, offsets[c + 1], offsets[c]);
+	total = offsets[nclusters];
+	if ((unsigned long long) total > (unsigned long long) (SIZE_MAX / sizeof(float)) / (unsigned) d ||
+		(size_t) total * (size_t) d > members->bytes / sizeof(float))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: members holds %zu bytes, %lld rows of %d float4 do not fit",
+								what, members->bytes, total, d);
+	return CVCUDA_OK;
+}
+
+/*
+ * Checks a centroid set: k >= 0, d in range, m = 0 when k < 2 and
+ * 1 <= m <= k - 1 otherwise (min(neighbours, k - 1)), buffer sizes; the
+ * table buffers only when m > 0.  neighbours (> 0) also requires
+ * m = min(neighbours, k - 1), for cvcuda_health_members.
+ */
+static inline CvCudaStatus
+cvcuda_check_health_set(const CvCudaCentroidSet *set, int neighbours, const char *what,
+						CvCudaError *err)
+{
+	CvCudaStatus status;
+
+	if (set == NULL)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0, "%s: set must not be NULL",
+								what);
+	if (set->d < 1 || set->d > CVCUDA_HEALTH_MAX_DIMS || set->k < 0)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: set has k %lld and d %d (need k >= 0, 1 <= d <= %d)",
+								what, set->k, set->d, CVCUDA_HEALTH_MAX_DIMS);
+	if (set->m < 0 || (set->k < 2 && set->m != 0) || (set->k >= 2 && (set->m < 1 || set->m > set->k - 1)))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: set's m (%d) must be min(neighbours, k - 1) with k %lld",
+								what, set->m, set->k);
+	if (neighbours > 0 && set->m != (set->k - 1 < neighbours ? (int) (set->k > 0 ? set->k - 1 : 0) : neighbours))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: set's m (%d) is not min(neighbours %d, k - 1) with k %lld",
+								what, set->m, neighbours, set->k);
+	if ((unsigned long long) set->k > (unsigned long long) (SIZE_MAX / sizeof(double)) / (unsigned) set->d)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: set's k (%lld) out of range", what, set->k);
+	status = cvcuda_check_health_buffer(set->centroids, set->k * set->d, sizeof(double), what,
+										"set centroids", err);
+	if (status == CVCUDA_OK)
+		status = cvcuda_check_health_buffer(set->mean_dist, set->k, sizeof(double), what,
+											"set mean_dist", err);
+	if (status == CVCUDA_OK)
+		status = cvcuda_check_health_buffer(set->mean_norm, set->k, sizeof(double), what,
+											"set mean_norm", err);
+	if (status != CVCUDA_OK || set->m == 0)
+		return status;
+	status = cvcuda_check_health_buffer(set->nearest, set->k * set->m, sizeof(long long), what,
+										"set nearest", err);
+	if (status == CVCUDA_OK)
+		status = cvcuda_check_health_buffer(set->nearest_dist, set->k * set->m, sizeof(double),
+											what, "set nearest_dist", err);
+	if (status == CVCUDA_OK)
+		status = cvcuda_check_health_buffer(set->db_ratio, set->k, sizeof(double), what,
+											"set db_ratio", err);
+	return status;
+}
+
+/* Checks that a chunk's clusters lie inside the set and share its d. */
+static inline CvCudaStatus
+cvcuda_check_health_range(const CvCudaCentroidSet *set, long long nclusters,
+						  long long first_cluster, int d, const char *what, CvCudaError *err)
+{
+	if (set->d != d)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: the set's d (%d) differs from the chunk's (%d)",
+								what, set->d, d);
+	if (first_cluster < 0 || first_cluster > set->k || nclusters > set->k - first_cluster)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: clusters %lld + %lld exceed the set's k (%lld)",
+								what, first_cluster, nclusters, set->k);
+	return CVCUDA_OK;
+}
+
+/* Marks every column of a record NULL (value 0), collapsed and rank_refused false. */
+static inline void
+cvcuda_health_clear_record(CvClusterStats *stats)
+{
+	memset(stats, 0, sizeof(*stats));
+	for (int c = 0; c < CV_STAT_COUNT; c++)
+		stats->is_null[c] = true;
+}
+
+/* ---------------------------------------------------------------------
+ * IVF search over a mirror: the argument checks of cvcuda_ivf_search and
+ * the total order of its distances (both libraries).
+ * --------------------------------------------------------------------- */
+
+/*
+ * The sort key of any double (negative distances included, as the inner
+ * product's): its bits made to order as unsigned integers the way the
+ * numbers order, every NaN made the one quiet NaN (after +inf).  A
+ * bijection on everything but NaN, so the distance comes back bit for bit
+ * (cvcuda_order_distance).  -0 orders just before +0; a metric's distances
+ * never hold both (L2 and cosine give +0 only, the negated inner product
+ * -0 only), so that never reorders a tie.  The largest key a real value
+ * gets is the quiet NaN's, below CVCUDA_KEY_NONE (an empty slot).
+ */
+CVCUDA_HD uint64_t
+cvcuda_order_key(double value)
+{
+	uint64_t	bits;
+
+	if (value != value)
+		bits = CVCUDA_KEY_NAN;
+	else
+		memcpy(&bits, &value, sizeof(bits));
+	return (bits >> 63) ? ~bits : bits | UINT64_C(0x8000000000000000);
+}
+
+/* The value of an order key; CVCUDA_KEY_NONE (an empty slot) gives +inf. */
+CVCUDA_HD double
+cvcuda_order_distance(uint64_t key)
+{
+	uint64_t	bits;
+	double		value;
+
+	if (key == CVCUDA_KEY_NONE)
+		bits = UINT64_C(0x7ff0000000000000);
+	else
+		bits = (key >> 63) ? key & ~UINT64_C(0x8000000000000000) : ~key;
+	memcpy(&value, &bits, sizeof(value));
+	return value;
+}
+
+/*
+ * Checks cvcuda_ivf_search's arguments that need no buffer contents:
+ * lists >= 1, 1 <= d <= CVCUDA_KNN_MAX_DIMS, 1 <= k <= CVCUDA_SEARCH_MAX_K,
+ * probes >= 1, nq >= 0, a known metric, buffers of the right sizes
+ * (centroids exactly lists x d float4, list_offsets exactly lists + 1
+ * int64; vectors are checked against the offsets' values by
+ * cvcuda_check_ivf_offsets), and the host pointers when nq > 0.
+ */
+static inline CvCudaStatus
+cvcuda_check_ivf_search_args(const CvCudaBuffer *centroids, int lists, int d,
+							 const CvCudaBuffer *vectors, const CvCudaBuffer *list_offsets,
+							 int metric, const float *queries, int nq, int k, int probes,
+							 const long long *out_position, const double *out_distance,
+							 CvCudaError *err)
+{
+	if (lists < 1)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: lists (%d) must be at least 1", lists);
+	if (d < 1 || d > CVCUDA_KNN_MAX_DIMS)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: d (%d) must be between 1 and %d",
+								d, CVCUDA_KNN_MAX_DIMS);
+	if (k < 1 || k > CVCUDA_SEARCH_MAX_K)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: k (%d) must be between 1 and %d",
+								k, CVCUDA_SEARCH_MAX_K);
+	if (probes < 1)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: probes (%d) must be at least 1", probes);
+	if (nq < 0)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: nq (%d) must not be negative", nq);
+	if (metric != CVCUDA_METRIC_L2 && metric != CVCUDA_METRIC_IP &&
+		metric != CVCUDA_METRIC_COSINE)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: unknown metric %d", metric);
+	if (centroids == NULL || vectors == NULL || list_offsets == NULL)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: centroids, vectors and list_offsets must not be NULL");
+	if ((unsigned long long) lists > SIZE_MAX / sizeof(float) / (unsigned) d ||
+		centroids->bytes != (size_t) lists * (size_t) d * sizeof(float))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: centroids hold %zu bytes, not %d lists x %d float4",
+								centroids->bytes, lists, d);
+	if (list_offsets->bytes != ((size_t) lists + 1) * sizeof(long long))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: list_offsets hold %zu bytes, not %d + 1 int64",
+								list_offsets->bytes, lists);
+	if (nq > 0 && (queries == NULL || out_position == NULL || out_distance == NULL))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: queries, out_position and out_distance must not be NULL");
+	return CVCUDA_OK;
+}
+
+/*
+ * Checks list_offsets' values (a host copy of lists + 1 int64): offsets[0]
+ * = 0, non-decreasing, and offsets[lists] rows within vectors.
+ */
+static inline CvCudaStatus
+cvcuda_check_ivf_offsets(const long long *offsets, int lists, int d,
+						 const CvCudaBuffer *vectors, CvCudaError *err)
+{
+	if (offsets[0] != 0)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: list_offsets[0] is %lld, not 0", offsets[0]);
+	for (int l = 0; l < lists; l++)
+		if (offsets[l + 1] < offsets[l])
+			return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+									"ivf_search: list_offsets decrease at list %d", l);
+	if ((unsigned long long) offsets[lists] > vectors->bytes / ((size_t) d * sizeof(float)))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: list_offsets end at row %lld, past the %zu rows of vectors",
+								offsets[lists], vectors->bytes / ((size_t) d * sizeof(float)));
+	return CVCUDA_OK;
+}
+
 #endif

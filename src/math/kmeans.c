@@ -104,6 +104,8 @@ typedef struct Seeding
 	size_t		n;
 	int			d;
 	const CvAllocator *allocator;
+	CvKmeansRefresh refresh_fn;	/* NULL: the built-in blocked pass */
+	void	   *refresh_arg;
 	float	   *centroids;		/* output rows */
 	int			count;			/* centres chosen so far */
 	int			refreshed;		/* centres [0, refreshed) are in dist */
@@ -134,10 +136,12 @@ seeding_alloc(Seeding *s)
 
 	s->n_blocks = (s->n + SEED_BLOCK - 1) / SEED_BLOCK;
 	s->dist = cv_math_alloc(a, s->n, sizeof(double));
-	s->fresh = cv_math_alloc(a, s->n, sizeof(double));
-	s->index = cv_math_alloc(a, s->n, sizeof(int32_t));
 	s->block_sum = cv_math_alloc(a, s->n_blocks, sizeof(double));
 	s->dirty = cv_math_alloc(a, s->n_blocks, sizeof(bool));
+	if (s->refresh_fn != NULL)	/* the callback needs no workspace */
+		return s->dist && s->block_sum && s->dirty;
+	s->fresh = cv_math_alloc(a, s->n, sizeof(double));
+	s->index = cv_math_alloc(a, s->n, sizeof(int32_t));
 	return s->dist && s->fresh && s->index && s->block_sum && s->dirty;
 }
 
@@ -164,6 +168,26 @@ append_centre(Seeding *s, size_t i)
 	s->count++;
 }
 
+/*
+ * Folds the pending centres into dist through the caller's callback.  It
+ * does not say which entries fell, so every block sum is recomputed: a sum
+ * over unchanged entries repeats the same additions, so the totals are
+ * bitwise those of the built-in refresh.
+ */
+static CvMathStatus
+refresh_by_callback(Seeding *s)
+{
+	CvMathStatus status;
+
+	status = s->refresh_fn(s->refresh_arg, centre(s, s->refreshed),
+						   s->count - s->refreshed, s->dist);
+	if (status != CV_MATH_OK)
+		return status;
+	memset(s->dirty, 1, sizeof(bool) * s->n_blocks);
+	s->refreshed = s->count;
+	return CV_MATH_OK;
+}
+
 /* Folds the pending centres into dist with one blocked nearest pass. */
 static CvMathStatus
 refresh(Seeding *s)
@@ -174,6 +198,8 @@ refresh(Seeding *s)
 
 	if (s->refreshed == s->count)
 		return CV_MATH_OK;
+	if (s->refresh_fn != NULL)
+		return refresh_by_callback(s);
 	status = cv_nearest_create(centre(s, s->refreshed), s->count - s->refreshed,
 							   s->d, CV_NEAREST_L2, s->allocator, &nn);
 	if (status != CV_MATH_OK)
@@ -361,6 +387,7 @@ choose_centres(Seeding *s, const CvKmeansParams *params, int k)
 /* Seeding on validated arguments. */
 static CvMathStatus
 seed_points(const float *points, size_t n, int d, const CvKmeansParams *params,
+			CvKmeansRefresh refresh_fn, void *refresh_arg,
 			float *centroids, int *n_seeds)
 {
 	Seeding		s;
@@ -372,6 +399,8 @@ seed_points(const float *points, size_t n, int d, const CvKmeansParams *params,
 	s.n = n;
 	s.d = d;
 	s.allocator = params->allocator;
+	s.refresh_fn = refresh_fn;
+	s.refresh_arg = refresh_arg;
 	s.centroids = centroids;
 	if (!seeding_alloc(&s))
 	{
@@ -396,7 +425,19 @@ cv_kmeans_seed(const float *points, size_t n, int d,
 	if (!shape_ok(points, n, d, params, centroids) || n_seeds == NULL
 		|| !points_finite(points, n, d))
 		return CV_MATH_BAD_ARGUMENT;
-	return seed_points(points, n, d, params, centroids, n_seeds);
+	return seed_points(points, n, d, params, NULL, NULL, centroids, n_seeds);
+}
+
+/* Checks the arguments, then seeds with the caller's refresh. */
+CvMathStatus
+cv_kmeans_seed_with(const float *points, size_t n, int d,
+					const CvKmeansParams *params, CvKmeansRefresh refresh,
+					void *arg, float *centroids, int *n_seeds)
+{
+	if (!shape_ok(points, n, d, params, centroids) || n_seeds == NULL
+		|| !points_finite(points, n, d))
+		return CV_MATH_BAD_ARGUMENT;
+	return seed_points(points, n, d, params, refresh, arg, centroids, n_seeds);
 }
 
 /* ---------------------------------------------------------------------
@@ -812,7 +853,7 @@ cv_kmeans(const float *points, size_t n, int d, const CvKmeansParams *params,
 	if (!shape_ok(points, n, d, params, centroids) || result == NULL
 		|| !points_finite(points, n, d))
 		return CV_MATH_BAD_ARGUMENT;
-	status = seed_points(points, n, d, params, centroids, &n_seeds);
+	status = seed_points(points, n, d, params, NULL, NULL, centroids, &n_seeds);
 	if (status != CV_MATH_OK)
 		return status;
 	return run_lloyd(points, n, d, params, n_seeds, centroids, assignment,

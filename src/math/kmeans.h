@@ -94,6 +94,33 @@ extern CvMathStatus cv_kmeans_seed(const float *points, size_t n, int d,
 								   float *centroids, int *n_seeds);
 
 /*
+ * The refresh step of seeding, replaceable (cv_kmeans_seed_with): fold
+ * count centres (count x d floats, row-major; the latest ones drawn) into
+ * dist, the n doubles of the seeding weights, as
+ *     dist[i] = min(dist[i], min over j of cv_distance->l2_squared(point i,
+ *                                                          centre j))
+ * for every point i, with l2_squared's float64 value bit for bit (on a
+ * GPU: cvcuda_kmeans_refresh).  dist starts as +inf for every point.
+ * Return CV_MATH_OK, or any other status to stop seeding, which then
+ * returns that status (keep the real reason in arg).
+ */
+typedef CvMathStatus (*CvKmeansRefresh) (void *arg, const float *centres,
+										 int count, double *dist);
+
+/*
+ * cv_kmeans_seed with the refresh done by refresh(arg, ...) instead of the
+ * built-in blocked pass (NULL: the built-in, i.e. cv_kmeans_seed).  When
+ * refresh produces the same dist values the seeds are identical to
+ * cv_kmeans_seed's: all the draws, the per-candidate checks against the
+ * pending centres (which read points) and the sums stay on the host.
+ * Memory: the built-in's two n-sized work arrays are not allocated.
+ */
+extern CvMathStatus cv_kmeans_seed_with(const float *points, size_t n, int d,
+										const CvKmeansParams *params,
+										CvKmeansRefresh refresh, void *arg,
+										float *centroids, int *n_seeds);
+
+/*
  * Lloyd iterations alone, from the params->k centroids given in centroids
  * (refined in place); the other outputs as for cv_kmeans (result's
  * n_centroids is params->k).  Each iteration: assign; stop if no point
