@@ -300,7 +300,9 @@ CREATE AGGREGATE cluster_stats(cvec) (
 CREATE FUNCTION clustervec_gpu_info(
 	OUT worker_state text, OUT backend text, OUT reason text, OUT device_name text,
 	OUT compute_capability text, OUT memory_total bigint, OUT memory_free bigint,
-	OUT mirrors int, OUT mirror_bytes bigint, OUT gpu_requests bigint, OUT cpu_fallbacks bigint)
+	OUT mirrors int, OUT mirror_bytes bigint, OUT gpu_requests bigint, OUT cpu_fallbacks bigint,
+	OUT buffers int, OUT buffer_bytes bigint, OUT health_runs bigint, OUT index_builds bigint,
+	OUT searches bigint)
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE FUNCTION clustervec_gpu_ping(payload_bytes int) RETURNS float8
@@ -311,3 +313,21 @@ CREATE FUNCTION clustervec_gpu_ping(payload_bytes int) RETURNS float8
 CREATE FUNCTION cvsearch_exact(source regclass, vector_column name, queries cvec[], k int)
 	RETURNS TABLE(query_no int, rank int, tid tid, distance float8)
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+
+-- Batch search over a cvivf index: each query's k nearest visible rows among
+-- its probes nearest lists (NULL: cvivf.probes), as the index scan returns
+-- them; one GPU request per batch when the index is mirrored in the worker.
+CREATE FUNCTION cvsearch(index regclass, queries cvec[], k int, probes int DEFAULT NULL)
+	RETURNS TABLE(query_no int, rank int, tid tid, distance float8)
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE CALLED ON NULL INPUT PARALLEL RESTRICTED;
+
+-- Uploads an index's mirror to the GPU worker now (scans make one in the
+-- background otherwise); true when a mirror of its current generation is ready.
+CREATE FUNCTION clustervec_gpu_warm(index regclass) RETURNS bool
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+-- The index mirrors the GPU worker holds.
+CREATE FUNCTION clustervec_gpu_mirrors()
+	RETURNS TABLE(database oid, index regclass, relfilenode oid, generation bigint,
+				  bytes bigint, last_used timestamptz)
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL SAFE;

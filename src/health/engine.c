@@ -17,7 +17,10 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "health/health_gpu.h"
 #include "health/health_sql.h"
+#include "worker/protocol.h"
+#include "worker/worker.h"
 #include "type/cvec.h"
 
 #define PROGRESS_EVERY_MS 5000
@@ -185,12 +188,32 @@ chunk_cluster(const Chunk *chunk, int64 i, int d, int64 *n)
 	return chunk->members + chunk->offsets[i] * d;
 }
 
+static HealthChunkView
+chunk_view(const Chunk *chunk)
+{
+	HealthChunkView view;
+
+	view.first_cluster = chunk->first_cluster;
+	view.clusters = chunk->clusters;
+	view.offsets = chunk->offsets;
+	view.members = chunk->members;
+	view.member_count = chunk->member_count;
+	return view;
+}
+
 /* Pass 1: the centroid family of every cluster in the chunk. */
 static void
 centroid_pass(HealthRun *run, Chunk *chunk)
 {
 	int			d = run->input.dimensions;
+	HealthChunkView view = chunk_view(chunk);
 
+	if (run->use_gpu && health_gpu_centroid_pass(run, &view))
+	{
+		run->gpu_served = true;
+		report_progress(run, "pass 1 (centroids, GPU)", chunk->first_cluster + chunk->clusters, -1);
+		return;
+	}
 	for (int64 i = 0; i < chunk->clusters; i++)
 	{
 		HealthCluster *cluster = &run->clusters[chunk->first_cluster + i];
@@ -257,12 +280,24 @@ prepare_globals(HealthRun *run)
 	globals->global = palloc(sizeof(double) * d);
 	cv_health_global_centroid(&globals->set, globals->global);
 	globals->global_mean_norm = cv_health_global_mean_norm(&globals->set);
+	run->globals = globals;
+	register_table_cleanup(globals);
+	if (run->use_gpu)
+		(void) health_gpu_prepare(run, &globals->set);
+}
+
+/* The CPU neighbour table, made the first time the CPU path needs it. */
+static void
+ensure_cpu_table(HealthRun *run)
+{
+	Globals    *globals = (Globals *) run->globals;
+
+	if (globals->table.nearest != NULL || globals->table.db_ratio != NULL)
+		return;
 	if (cv_health_neighbour_prepare(&globals->set, run->params.neighbours, &globals->table) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory preparing the neighbour family of cluster_health")));
-	run->globals = globals;
-	register_table_cleanup(globals);
 }
 
 /* Pass 2 for one cluster: the families after the centroid family. */
@@ -298,11 +333,39 @@ cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
 		run->refused++;
 }
 
+/* Pass 2 of a chunk the GPU computed: what needs g, and the refusal count. */
+static void
+finish_gpu_chunk(HealthRun *run, const Chunk *chunk)
+{
+	Globals    *globals = (Globals *) run->globals;
+
+	for (int64 i = 0; i < chunk->clusters; i++)
+	{
+		HealthCluster *cluster = &run->clusters[chunk->first_cluster + i];
+
+		cv_health_finish_centroid(cluster->centroid, globals->global, globals->global_mean_norm,
+								  run->input.dimensions, &cluster->stats);
+		if (cluster->stats.rank_refused)
+			run->refused++;
+	}
+	report_progress(run, "pass 2 (all families, GPU)", chunk->first_cluster + chunk->clusters,
+					run->k);
+}
+
 static void
 second_pass(HealthRun *run, Chunk *chunk)
 {
 	int			d = run->input.dimensions;
+	HealthChunkView view = chunk_view(chunk);
 
+	if (run->use_gpu && health_gpu_members_pass(run, &view))
+	{
+		run->gpu_served = true;
+		finish_gpu_chunk(run, chunk);
+		return;
+	}
+	health_gpu_release(run);
+	ensure_cpu_table(run);
 	for (int64 i = 0; i < chunk->clusters; i++)
 	{
 		int64		n;
@@ -320,12 +383,16 @@ health_run(HealthRun *run)
 {
 	run->started = run->last_report = GetCurrentTimestamp();
 	run->k = 0;
+	run->use_gpu = run->input.rows > 0 && cv_gpu_should_use();
 	if (run->input.rows > 0)
 	{
 		for_each_chunk(run, true, centroid_pass);
 		prepare_globals(run);
 		for_each_chunk(run, false, second_pass);
 	}
+	health_gpu_release(run);
+	if (run->gpu_served)
+		pg_atomic_fetch_add_u64(&cv_gpu_shared->health_gpu_calls, 1);
 	/* the sort's temporary files go now, not at the end of the transaction */
 	ExecDropSingleTupleTableSlot(run->input.slot);
 	tuplesort_end(run->input.sort);

@@ -56,6 +56,9 @@ typedef struct HealthRun
 	int64		k;
 	int64		refused;		/* clusters whose effective_rank was refused */
 	void	   *globals;		/* engine.c's centroid set and neighbour table */
+	bool		use_gpu;		/* the GPU worker serves the passes (until it fails) */
+	bool		gpu_served;		/* it served at least one chunk */
+	void	   *gpu_set;		/* gpu.c's device centroid set */
 	TimestampTz started;
 	TimestampTz last_report;
 } HealthRun;

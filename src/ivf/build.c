@@ -24,6 +24,7 @@
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 
+#include "ivf/build_gpu.h"
 #include "ivf/ivf.h"
 #include "math/distance.h"
 #include "math/kmeans.h"
@@ -31,6 +32,8 @@
 #include "math/prng.h"
 #include "optimizer/plancat.h"
 #include "type/cvec.h"
+#include "worker/protocol.h"
+#include "worker/worker.h"
 
 #define ASSIGN_BATCH 2048
 #define MIN_AUTO_SAMPLE 10000
@@ -52,8 +55,14 @@ typedef struct BuildState
 	int64		sample_capacity;
 	int64		sample_count;
 	int64		rows;
+	bool		use_gpu;		/* the GPU worker runs k-means and assignment */
+	bool		gpu_served;
 	/* pass 2 */
-	CvNearest  *nearest;
+	CvIvfGpuAssigner *gpu;		/* NULL: the CPU assigns */
+	int			batch_capacity;
+	const float *centroids;
+	int			lists;
+	CvNearest  *nearest;		/* NULL until the CPU assigns */
 	float	   *batch;
 	ItemPointerData *batch_tids;
 	int32	   *batch_lists;
@@ -271,17 +280,65 @@ train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_KMEANS);
 	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_TOTAL, iterations);
 	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_DONE, 0);
+	if (state->use_gpu)
+	{
+		int			trained;
+
+		if (cvivf_gpu_train(state->sample, state->sample_count, state->dimensions, &params,
+							centroids, &trained))
+		{
+			state->gpu_served = true;
+			return trained;
+		}
+		state->use_gpu = false;
+	}
 	check_math(cv_kmeans(state->sample, state->sample_count, state->dimensions, &params,
 						 centroids, NULL, NULL, &result), "k-means");
 	return result.n_centroids;
+}
+
+/* The CPU assigner, made when the CPU first assigns. */
+static void
+ensure_cpu_nearest(BuildState *state)
+{
+	CvNearestMetric metric = state->metric == CVIVF_METRIC_L2 ?
+		CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT;
+
+	MemoryContext old;
+
+	if (state->nearest != NULL)
+		return;
+	/* it outlives the per-row context the assignment runs in */
+	old = MemoryContextSwitchTo(state->tuple_context->parent);
+	check_math(cv_nearest_create(state->centroids, state->lists, state->dimensions, metric,
+								 &palloc_allocator, &state->nearest), "list assignment");
+	MemoryContextSwitchTo(old);
+}
+
+/* Each buffered row's nearest list: on the GPU while it serves, else on the CPU. */
+static void
+assign_batch(BuildState *state)
+{
+	if (state->gpu != NULL)
+	{
+		if (cvivf_gpu_assign(state->gpu, state->batch, state->batch_count, state->batch_lists))
+		{
+			state->gpu_served = true;
+			return;
+		}
+		cvivf_gpu_assigner_end(state->gpu);
+		state->gpu = NULL;
+	}
+	ensure_cpu_nearest(state);
+	check_math(cv_nearest_assign(state->nearest, state->batch, state->batch_count,
+								 state->batch_lists, NULL), "list assignment");
 }
 
 /* Assigns the buffered rows to lists and hands them to the sort. */
 static void
 flush_batch(BuildState *state)
 {
-	check_math(cv_nearest_assign(state->nearest, state->batch, state->batch_count,
-								 state->batch_lists, NULL), "list assignment");
+	assign_batch(state);
 	for (int i = 0; i < state->batch_count; i++)
 	{
 		TupleTableSlot *slot = state->slot;
@@ -316,7 +373,7 @@ assign_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *va
 		memcpy(state->batch + (Size) state->batch_count * state->dimensions, v->x,
 			   sizeof(float) * state->dimensions);
 		state->batch_tids[state->batch_count++] = *tid;
-		if (state->batch_count == ASSIGN_BATCH)
+		if (state->batch_count == state->batch_capacity)
 			flush_batch(state);
 	}
 	MemoryContextSwitchTo(old);
@@ -347,23 +404,31 @@ begin_sort(BuildState *state)
 static void
 assign_rows(BuildState *state, IndexInfo *info, const float *centroids, int lists)
 {
-	CvNearestMetric metric = state->metric == CVIVF_METRIC_L2 ?
-		CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT;
-
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_ASSIGNING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->rows);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
-	check_math(cv_nearest_create(centroids, lists, state->dimensions, metric,
-								 &palloc_allocator, &state->nearest), "list assignment");
-	state->batch = palloc(sizeof(float) * state->dimensions * ASSIGN_BATCH);
-	state->batch_tids = palloc(sizeof(ItemPointerData) * ASSIGN_BATCH);
-	state->batch_lists = palloc(sizeof(int32) * ASSIGN_BATCH);
+	state->centroids = centroids;
+	state->lists = lists;
+	state->batch_capacity = ASSIGN_BATCH;
+	if (state->use_gpu)
+		state->gpu = cvivf_gpu_assigner_begin(centroids, lists, state->dimensions,
+											  state->metric == CVIVF_METRIC_L2 ?
+											  CVCUDA_KMEANS_L2 : CVCUDA_KMEANS_INNER_PRODUCT);
+	if (state->gpu != NULL)
+		state->batch_capacity = Max(ASSIGN_BATCH, cvivf_gpu_batch_rows(state->dimensions));
+	state->batch = palloc_extended(sizeof(float) * state->dimensions * state->batch_capacity,
+								   MCXT_ALLOC_HUGE);
+	state->batch_tids = palloc(sizeof(ItemPointerData) * state->batch_capacity);
+	state->batch_lists = palloc(sizeof(int32) * state->batch_capacity);
 	begin_sort(state);
 	table_index_build_scan(state->heap, state->index, info, true, true,
 						   assign_callback, state, NULL);
 	if (state->batch_count > 0)
 		flush_batch(state);
-	cv_nearest_free(state->nearest);
+	cvivf_gpu_assigner_end(state->gpu);
+	state->gpu = NULL;
+	if (state->nearest != NULL)
+		cv_nearest_free(state->nearest);
 	tuplesort_performsort(state->sort);
 }
 
@@ -526,6 +591,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	state.dimensions = declared_dimensions(index);
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
 												ALLOCSET_DEFAULT_SIZES);
+	state.use_gpu = cv_gpu_should_use();
 	sample_rows(&state, info);
 	if (state.rows == 0)
 	{
@@ -547,6 +613,8 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	cvivf_writer_centroids(writer, centroids, norms);
 	write_lists(&state, writer);
 	cvivf_writer_finish(writer);
+	if (state.gpu_served)
+		pg_atomic_fetch_add_u64(&cv_gpu_shared->build_gpu_calls, 1);
 	result->heap_tuples = state.rows;
 	result->index_tuples = state.assigned;
 	return result;

@@ -156,6 +156,10 @@ extern uint64 cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta,
 							  BlockNumber first_block, bool include_dead,
 							  BufferAccessStrategy strategy,
 							  CvIvfTupleVisitor visitor, void *arg);
+extern uint64 cvivf_scan_list_from(Relation index, const CvIvfMetaPageData *meta,
+								   BlockNumber block, Size offset, bool include_dead,
+								   BufferAccessStrategy strategy,
+								   CvIvfTupleVisitor visitor, void *arg);
 extern void cvivf_check_page(Relation index, Page page, BlockNumber block, uint16 kind);
 extern void cvivf_read_vector_at(Relation index, const CvIvfMetaPageData *meta,
 								 BlockNumber block, Size offset, float *out);

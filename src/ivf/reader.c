@@ -185,16 +185,16 @@ walk_page_bytes(ListWalk *walk, const char *page, Size start, Size end, BlockNum
 }
 
 /*
- * Calls visitor for each tuple of the list starting at first_block, holding
- * a share lock on one page at a time; returns the number visited.
+ * Calls visitor for each tuple of a list chain from the tuple header at
+ * (block, offset) on, holding a share lock on one page at a time; returns
+ * the number visited.
  */
 uint64
-cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta, BlockNumber first_block,
-				bool include_dead, BufferAccessStrategy strategy,
-				CvIvfTupleVisitor visitor, void *arg)
+cvivf_scan_list_from(Relation index, const CvIvfMetaPageData *meta, BlockNumber block,
+					 Size offset, bool include_dead, BufferAccessStrategy strategy,
+					 CvIvfTupleVisitor visitor, void *arg)
 {
 	ListWalk	walk = {0};
-	BlockNumber block = first_block;
 
 	walk.tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
 	walk.assembly = palloc(walk.tuple_size);
@@ -209,9 +209,14 @@ cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta, BlockNumber first
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		cvivf_check_page(index, page, block, CVIVF_PAGE_DATA);
-		walk_page_bytes(&walk, (const char *) page, CVIVF_PAGE_DATA_START,
-						((PageHeader) page)->pd_lower, block);
+		if (offset < CVIVF_PAGE_DATA_START || offset > ((PageHeader) page)->pd_lower)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" has no tuple at block %u, offset %zu",
+							RelationGetRelationName(index), block, offset)));
+		walk_page_bytes(&walk, (const char *) page, offset, ((PageHeader) page)->pd_lower, block);
 		block = CvIvfPageGetOpaque(page)->next;
+		offset = CVIVF_PAGE_DATA_START;
 		UnlockReleaseBuffer(buf);
 	}
 	if (walk.assembled > 0)
@@ -223,6 +228,16 @@ cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta, BlockNumber first
 				 errhint("Please REINDEX it.")));
 	pfree(walk.assembly);
 	return walk.visited;
+}
+
+/* Calls visitor for each tuple of the list starting at first_block. */
+uint64
+cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta, BlockNumber first_block,
+				bool include_dead, BufferAccessStrategy strategy,
+				CvIvfTupleVisitor visitor, void *arg)
+{
+	return cvivf_scan_list_from(index, meta, first_block, CVIVF_PAGE_DATA_START, include_dead,
+								strategy, visitor, arg);
 }
 
 /*

@@ -124,6 +124,7 @@ claim(CvGpuRequest *request, int opcode, bool with_payload, dsm_handle *handle)
 		memset(slot, 0, sizeof(CvGpuSlot));
 		slot->state = CV_SLOT_CLAIMED;
 		slot->owner_procno = MyProc->pgprocno;
+		slot->owner_pid = MyProcPid;
 		slot->opcode = opcode;
 		slot->staging = buffer;
 		slot->request_id = ++cv_gpu_shared->next_request_id;

@@ -13,6 +13,9 @@
 #include "port/atomics.h"
 #include "storage/dsm.h"
 #include "storage/spin.h"
+#include "utils/timestamp.h"
+
+#include "math/health.h"
 
 #define CV_GPU_MAGIC 0x43564750	/* "CVGP" */
 #define CV_GPU_PROTOCOL_VERSION 1
@@ -37,8 +40,92 @@ typedef enum CvGpuSlotState
 typedef enum CvGpuOpcode
 {
 	CV_OP_PING = 1,				/* payload bytes travel to the device and back */
-	CV_OP_KNN_EXACT = 2			/* one chunk of rows against a batch of queries */
+	CV_OP_KNN_EXACT = 2,		/* one chunk of rows against a batch of queries */
+	/* device buffers ("objects") a backend holds during one transaction */
+	CV_OP_BUFFER_ALLOC = 3,		/* args: bytes, owner epoch -> result[0]: id */
+	CV_OP_BUFFER_WRITE = 4,		/* args: id, offset, bytes; payload in */
+	CV_OP_BUFFER_READ = 5,		/* args: id, offset, bytes; payload out */
+	CV_OP_BUFFER_FREE = 6,		/* args: id */
+	/* operations over objects; their arguments are a struct in the payload */
+	CV_OP_HEALTH_CENTROID = 7,	/* CvGpuHealthArgs */
+	CV_OP_HEALTH_TABLE = 8,		/* CvGpuHealthArgs */
+	CV_OP_HEALTH_MEMBERS = 9,	/* CvGpuHealthArgs */
+	CV_OP_KMEANS_REFRESH = 10,	/* CvGpuKmeansArgs, then count x d centres */
+	CV_OP_KMEANS_ASSIGN = 11,	/* CvGpuKmeansArgs */
+	CV_OP_KMEANS_LLOYD = 12,	/* CvGpuKmeansArgs; out: iterations float8 inertia history */
+	/* mirrors of cvivf indexes, kept across transactions */
+	CV_OP_MIRROR_BEGIN = 13,	/* CvGpuMirrorKey in the payload -> result[0]: mirror number */
+	CV_OP_MIRROR_PUT = 14,		/* args: mirror, part, byte offset, bytes; payload in */
+	CV_OP_MIRROR_COMMIT = 15,	/* args: mirror */
+	CV_OP_MIRROR_DROP = 16,		/* args: mirror */
+	CV_OP_MIRROR_SEARCH = 17	/* CvGpuSearchArgs, queries; out: list ends, results */
 } CvGpuOpcode;
+
+/* The parts of a mirror a backend uploads. */
+#define CV_MIRROR_PART_CENTROIDS 0	/* lists x d float4 */
+#define CV_MIRROR_PART_VECTORS 1	/* rows x d float4, list after list */
+#define CV_MIRROR_PART_TIDS 2		/* rows int8: block << 16 | offset */
+#define CV_MIRROR_PART_OFFSETS 3	/* lists + 1 int8: list l is rows [o[l], o[l+1]) */
+#define CV_MIRROR_PART_ENDS 4		/* lists int8: where each list ended (block << 32 | byte) */
+
+#define CV_GPU_MAX_MIRRORS 32
+
+typedef enum CvGpuMirrorState
+{
+	CV_MIRROR_FREE = 0,
+	CV_MIRROR_BUILDING,			/* a backend is uploading it */
+	CV_MIRROR_READY
+} CvGpuMirrorState;
+
+/* What identifies a mirror, and its shape. */
+typedef struct CvGpuMirrorKey
+{
+	Oid			database;
+	Oid			index;
+	Oid			relfilenode;
+	uint64		generation;
+	int32		metric;			/* CVCUDA_METRIC_* */
+	int32		dimensions;
+	int32		lists;
+	int64		rows;
+} CvGpuMirrorKey;
+
+/* A mirror as backends see it (clustervec_gpu_mirrors()). */
+typedef struct CvGpuMirrorInfo
+{
+	CvGpuMirrorState state;
+	CvGpuMirrorKey key;
+	uint64		bytes;
+	TimestampTz last_used;
+	int			owner_procno;	/* while building */
+	int			owner_pid;
+	uint64		owner_epoch;
+} CvGpuMirrorInfo;
+
+/* A batch search over a ready mirror. */
+typedef struct CvGpuSearchArgs
+{
+	CvGpuMirrorKey key;			/* must match the mirror's */
+	int32		mirror;
+	int32		nq;
+	int32		k;
+	int32		probes;
+} CvGpuSearchArgs;
+
+/* Where a search's answer puts its hits: after the arguments, list ends and offsets. */
+static inline Size
+cv_search_hits_offset(int64 lists)
+{
+	return MAXALIGN(sizeof(CvGpuSearchArgs)) + MAXALIGN(sizeof(int64) * lists) +
+		MAXALIGN(sizeof(int64) * (lists + 1));
+}
+
+/* A search's answer: tid (as in CV_MIRROR_PART_TIDS, -1: none) and distance. */
+typedef struct CvGpuSearchHit
+{
+	int64		tid;
+	double		distance;
+} CvGpuSearchHit;
 
 /* Where the worker stands. */
 typedef enum CvGpuWorkerState
@@ -59,6 +146,53 @@ typedef struct CvGpuError
 
 #define CV_GPU_ERR_WORKER_EXITED 100
 #define CV_GPU_ERR_BAD_REQUEST 101
+#define CV_GPU_ERR_NO_OBJECT 102		/* an object id the worker does not hold */
+#define CV_GPU_ERR_MEMORY_LIMIT 103		/* clustervec.gpu_memory_limit reached */
+
+/* Most objects the worker holds at once, over all backends. */
+#define CV_GPU_MAX_OBJECTS 1024
+
+/*
+ * The arguments of the statistics operations (clustervec_cuda.h's
+ * cvcuda_health_*): object ids, 0 for none.
+ */
+typedef struct CvGpuHealthArgs
+{
+	uint64		members;
+	uint64		offsets;
+	int64		nclusters;
+	int64		first_cluster;
+	int32		d;
+	int32		m;
+	uint64		centroids;		/* HEALTH_CENTROID: out, nclusters x d float8 */
+	uint64		stats;			/* nclusters CvClusterStats */
+	int64		set_k;			/* the whole input's centroid set */
+	uint64		set_centroids;
+	uint64		set_mean_dist;
+	uint64		set_mean_norm;
+	uint64		set_nearest;
+	uint64		set_nearest_dist;
+	uint64		set_db_ratio;
+	CvHealthParams params;
+} CvGpuHealthArgs;
+
+/* The arguments of the k-means operations (cvcuda_kmeans_*). */
+typedef struct CvGpuKmeansArgs
+{
+	uint64		points;			/* n x d float4 */
+	int64		n;
+	int32		d;
+	int32		k;				/* REFRESH: centres in the payload */
+	int32		metric;
+	int32		mode;
+	int32		iterations;
+	int32		iterations_run; /* LLOYD: out */
+	double		inertia;		/* LLOYD: out */
+	uint64		centroids;		/* k x d float4 */
+	uint64		assign;			/* n int4 */
+	uint64		score;			/* n float4 (ASSIGN) */
+	uint64		dist;			/* n float8 (REFRESH) */
+} CvGpuKmeansArgs;
 
 typedef struct CvGpuSlot
 {
@@ -69,6 +203,8 @@ typedef struct CvGpuSlot
 	int			opcode;
 	int			staging;		/* staging buffer index, -1 for none */
 	int64		args[6];		/* opcode-specific (sizes, counts) */
+	int64		result[2];		/* opcode-specific answers */
+	int			owner_pid;		/* the owner's pid, for the objects it allocates */
 	Size		payload_bytes;
 	double		elapsed_us;		/* the worker's time on the request */
 	CvGpuError	error;
@@ -94,8 +230,25 @@ typedef struct CvGpuShared
 	uint64		next_request_id;
 	pg_atomic_uint64 gpu_requests;
 	pg_atomic_uint64 cpu_fallbacks;
+	pg_atomic_uint64 health_gpu_calls;	/* cluster_health calls the GPU served */
+	pg_atomic_uint64 build_gpu_calls;	/* index builds whose k-means ran on the GPU */
+	pg_atomic_uint64 search_gpu_calls;	/* index scans and cvsearch calls the GPU served */
+	uint64		objects_bytes;	/* device bytes the worker's objects hold */
+	int			objects_count;
+	CvGpuMirrorInfo mirrors[CV_GPU_MAX_MIRRORS];
 	CvGpuSlot	slots[CV_GPU_SLOTS];
 } CvGpuShared;
+
+/*
+ * One counter per PGPROC: a backend bumps its own at every transaction end;
+ * the worker frees the objects a backend allocated under an older value, or
+ * whose backend is gone, so an ERROR or a FATAL never leaks device memory.
+ */
+typedef struct CvGpuOwnerEpochs
+{
+	int			count;
+	pg_atomic_uint64 epoch[FLEXIBLE_ARRAY_MEMBER];
+} CvGpuOwnerEpochs;
 
 /*
  * Layout of a k-NN request's staging buffer: the nq queries, then the rows,
@@ -115,6 +268,7 @@ cv_knn_request_bytes(int64 nq, int64 rows, int64 dims, int64 k)
 
 /* shmem.c */
 extern CvGpuShared *cv_gpu_shared;
+extern CvGpuOwnerEpochs *cv_gpu_owner_epochs;
 extern void cv_gpu_request_shmem(void);
 extern void cv_gpu_init_shmem(void);
 extern void cv_gpu_register_worker(void);

@@ -7,7 +7,9 @@
 
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "access/twophase.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
@@ -15,9 +17,23 @@
 #include "worker/worker.h"
 
 CvGpuShared *cv_gpu_shared = NULL;
+CvGpuOwnerEpochs *cv_gpu_owner_epochs = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* One epoch per PGPROC (backends, auxiliary processes, prepared transactions). */
+static int
+owner_count(void)
+{
+	return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+}
+
+static Size
+owner_epochs_size(void)
+{
+	return offsetof(CvGpuOwnerEpochs, epoch) + sizeof(pg_atomic_uint64) * owner_count();
+}
 
 static void
 request_shmem(void)
@@ -25,6 +41,7 @@ request_shmem(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(CvGpuShared)));
+	RequestAddinShmemSpace(MAXALIGN(owner_epochs_size()));
 }
 
 /* Formats the ring the first time; a crash-restart formats it anew. */
@@ -50,6 +67,16 @@ startup_shmem(void)
 				sizeof(cv_gpu_shared->reason));
 		pg_atomic_init_u64(&cv_gpu_shared->gpu_requests, 0);
 		pg_atomic_init_u64(&cv_gpu_shared->cpu_fallbacks, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->health_gpu_calls, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->build_gpu_calls, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->search_gpu_calls, 0);
+	}
+	cv_gpu_owner_epochs = ShmemInitStruct("clustervec gpu owner epochs", owner_epochs_size(), &found);
+	if (!found)
+	{
+		cv_gpu_owner_epochs->count = owner_count();
+		for (int i = 0; i < cv_gpu_owner_epochs->count; i++)
+			pg_atomic_init_u64(&cv_gpu_owner_epochs->epoch[i], 0);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -13,6 +13,7 @@
 
 #include "worker/protocol.h"
 #include "worker/worker.h"
+#include "ivf/build_gpu.h"
 
 PG_FUNCTION_INFO_V1(clustervec_gpu_info);
 PG_FUNCTION_INFO_V1(clustervec_gpu_ping);
@@ -21,6 +22,12 @@ int			cv_gpu_mode = CV_GPU_AUTO;
 int			cv_gpu_device = 0;
 int			cv_gpu_memory_limit_mb = 0;
 char	   *cv_gpu_library = NULL;
+
+static const struct config_enum_entry assign_options[] = {
+	{"fp32", CVCUDA_ASSIGN_FP32, false},
+	{"bf16", CVCUDA_ASSIGN_BF16, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry gpu_options[] = {
 	{"off", CV_GPU_OFF, false},
@@ -35,6 +42,11 @@ cv_gpu_define_settings(void)
 	DefineCustomEnumVariable("clustervec.gpu",
 							 "Whether work goes to the GPU worker: off, auto (when it is ready), require.",
 							 NULL, &cv_gpu_mode, CV_GPU_AUTO, gpu_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("clustervec.gpu_assign",
+							 "Products of the GPU k-means assignment in index builds.",
+							 "fp32: exact FP32; bf16: tensor-core products with the best candidates re-checked in FP32.",
+							 &cv_gpu_assign_mode, CVCUDA_ASSIGN_FP32, assign_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("clustervec.gpu_memory_limit",
 							"Device memory the GPU worker may use (0: 90% of the device).",
@@ -73,13 +85,13 @@ state_name(CvGpuWorkerState state)
 	return "unknown";
 }
 
-/* One row: worker_state, backend, reason, device, capability, memory, counters. */
+/* One row: worker state, device, memory, buffers and what the GPU served. */
 Datum
 clustervec_gpu_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[11];
-	bool		nulls[11] = {0};
+	Datum		values[16];
+	bool		nulls[16] = {0};
 	CvGpuShared copy;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -89,7 +101,7 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 		values[0] = CStringGetTextDatum("none");
 		values[1] = CStringGetTextDatum("none");
 		values[2] = CStringGetTextDatum("clustervec is not in shared_preload_libraries, so there is no GPU worker; everything runs on the CPU");
-		for (int i = 3; i < 11; i++)
+		for (int i = 3; i < 16; i++)
 			nulls[i] = true;
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 	}
@@ -112,6 +124,11 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 	values[8] = Int64GetDatum(0);
 	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->gpu_requests));
 	values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->cpu_fallbacks));
+	values[11] = Int32GetDatum(copy.objects_count);
+	values[12] = Int64GetDatum((int64) copy.objects_bytes);
+	values[13] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->health_gpu_calls));
+	values[14] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->build_gpu_calls));
+	values[15] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->search_gpu_calls));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

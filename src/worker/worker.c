@@ -30,22 +30,9 @@
 
 #include "worker/protocol.h"
 #include "worker/worker.h"
+#include "worker/library.h"
 
-/* The library's entry points, resolved once. */
-typedef struct CudaLibrary
-{
-	void	   *handle;
-	int			(*abi_version) (void);
-	const char *(*backend_name) (void);
-	CvCudaStatus (*init) (int, CvCudaDeviceInfo *, CvCudaError *);
-	CvCudaStatus (*memory_info) (unsigned long long *, unsigned long long *, CvCudaError *);
-	CvCudaStatus (*host_register) (void *, size_t, CvCudaError *);
-	CvCudaStatus (*echo) (void *, size_t, CvCudaError *);
-	CvCudaStatus (*knn_exact) (const float *, long long, int, const float *, int, int,
-							   long long *, double *, CvCudaError *);
-} CudaLibrary;
-
-static CudaLibrary library;
+CudaLibrary cv_cuda;
 static dsm_segment *staging_segment = NULL;
 
 /* Publishes the worker's state and why, under the mutex. */
@@ -77,6 +64,10 @@ fail_requests_on_exit(int code, Datum arg pg_attribute_unused())
 	cv_gpu_shared->worker_procno = -1;
 	cv_gpu_shared->worker_pid = 0;
 	cv_gpu_shared->staging_handle = DSM_HANDLE_INVALID;
+	/* the device memory goes with the process */
+	memset(cv_gpu_shared->mirrors, 0, sizeof(cv_gpu_shared->mirrors));
+	cv_gpu_shared->objects_bytes = 0;
+	cv_gpu_shared->objects_count = 0;
 	strlcpy(cv_gpu_shared->reason, "the GPU worker exited; the postmaster restarts it",
 			sizeof(cv_gpu_shared->reason));
 	for (int i = 0; i < CV_GPU_SLOTS; i++)
@@ -140,7 +131,7 @@ fail_unavailable_requests(void)
 static void *
 resolve(const char *name)
 {
-	void	   *symbol = dlsym(library.handle, name);
+	void	   *symbol = dlsym(cv_cuda.handle, name);
 
 	if (symbol == NULL)
 		ereport(LOG, (errmsg("clustervec GPU library lacks %s", name)));
@@ -159,32 +150,47 @@ open_library(CvCudaDeviceInfo *info)
 
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
-	library.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (library.handle == NULL)
+	cv_cuda.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (cv_cuda.handle == NULL)
 	{
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return psprintf("cannot open %s: %s", path, dlerror());
 	}
-	library.abi_version = resolve("cvcuda_abi_version");
-	library.backend_name = resolve("cvcuda_backend_name");
-	library.init = resolve("cvcuda_init");
-	library.memory_info = resolve("cvcuda_memory_info");
-	library.host_register = resolve("cvcuda_host_register");
-	library.echo = resolve("cvcuda_echo");
-	library.knn_exact = resolve("cvcuda_knn_exact");
-	if (!library.abi_version || !library.backend_name || !library.init ||
-		!library.memory_info || !library.host_register || !library.echo || !library.knn_exact)
+	cv_cuda.abi_version = resolve("cvcuda_abi_version");
+	cv_cuda.backend_name = resolve("cvcuda_backend_name");
+	cv_cuda.init = resolve("cvcuda_init");
+	cv_cuda.memory_info = resolve("cvcuda_memory_info");
+	cv_cuda.host_register = resolve("cvcuda_host_register");
+	cv_cuda.echo = resolve("cvcuda_echo");
+	cv_cuda.knn_exact = resolve("cvcuda_knn_exact");
+	cv_cuda.buffer_alloc = resolve("cvcuda_buffer_alloc");
+	cv_cuda.buffer_free = resolve("cvcuda_buffer_free");
+	cv_cuda.buffer_write = resolve("cvcuda_buffer_write");
+	cv_cuda.buffer_read = resolve("cvcuda_buffer_read");
+	cv_cuda.health_centroid = resolve("cvcuda_health_centroid");
+	cv_cuda.health_neighbour_table = resolve("cvcuda_health_neighbour_table");
+	cv_cuda.health_members = resolve("cvcuda_health_members");
+	cv_cuda.kmeans_refresh = resolve("cvcuda_kmeans_refresh");
+	cv_cuda.kmeans_assign = resolve("cvcuda_kmeans_assign");
+	cv_cuda.kmeans_lloyd = resolve("cvcuda_kmeans_lloyd");
+	cv_cuda.ivf_search = resolve("cvcuda_ivf_search");
+	if (!cv_cuda.abi_version || !cv_cuda.backend_name || !cv_cuda.init ||
+		!cv_cuda.memory_info || !cv_cuda.host_register || !cv_cuda.echo || !cv_cuda.knn_exact ||
+		!cv_cuda.buffer_alloc || !cv_cuda.buffer_free || !cv_cuda.buffer_write ||
+		!cv_cuda.buffer_read || !cv_cuda.health_centroid || !cv_cuda.health_neighbour_table ||
+		!cv_cuda.health_members || !cv_cuda.kmeans_refresh || !cv_cuda.kmeans_assign ||
+		!cv_cuda.kmeans_lloyd || !cv_cuda.ivf_search)
 	{
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return psprintf("%s is not a clustervec GPU library of this version", path);
 	}
-	if (library.abi_version() != CVCUDA_ABI_VERSION)
+	if (cv_cuda.abi_version() != CVCUDA_ABI_VERSION)
 	{
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return psprintf("%s has ABI version %d, this build needs %d",
-						path, library.abi_version(), CVCUDA_ABI_VERSION);
+						path, cv_cuda.abi_version(), CVCUDA_ABI_VERSION);
 	}
-	status = library.init(cv_gpu_device, info, &err);
+	status = cv_cuda.init(cv_gpu_device, info, &err);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (status != CVCUDA_OK)
 		return psprintf("%s: %s", path, err.message);
@@ -202,7 +208,7 @@ create_staging(void)
 	if (staging_segment == NULL)
 		return pstrdup("no dynamic shared memory segment left for the staging area");
 	dsm_pin_mapping(staging_segment);
-	if (library.host_register(dsm_segment_address(staging_segment), bytes, &err) != CVCUDA_OK)
+	if (cv_cuda.host_register(dsm_segment_address(staging_segment), bytes, &err) != CVCUDA_OK)
 		return psprintf("cannot register the staging area: %s", err.message);
 	return NULL;
 }
@@ -234,7 +240,7 @@ publish_free_memory(void)
 	if (!TimestampDifferenceExceeds(last, now, 1000))
 		return;
 	last = now;
-	if (library.memory_info(&free_bytes, &total_bytes, &err) != CVCUDA_OK)
+	if (cv_cuda.memory_info(&free_bytes, &total_bytes, &err) != CVCUDA_OK)
 		return;
 	SpinLockAcquire(&cv_gpu_shared->mutex);
 	cv_gpu_shared->memory_free = free_bytes;
@@ -283,7 +289,7 @@ execute(CvGpuSlot *slot)
 		if (slot->payload_bytes > 0 && (payload == NULL || slot->payload_bytes > CV_GPU_STAGING_BYTES))
 			bad = "ping payload larger than its staging buffer";
 		else
-			status = library.echo(payload, slot->payload_bytes, &err);
+			status = cv_cuda.echo(payload, slot->payload_bytes, &err);
 	}
 	else if (slot->opcode == CV_OP_KNN_EXACT)
 	{
@@ -298,10 +304,14 @@ execute(CvGpuSlot *slot)
 											   cv_knn_results_offset(nq, slot->args[0], dims));
 			double	   *distance = (double *) (index + nq * k);
 
-			status = library.knn_exact(base, slot->args[0], dims, queries, nq, k,
+			status = cv_cuda.knn_exact(base, slot->args[0], dims, queries, nq, k,
 									   index, distance, &err);
 		}
 	}
+	else if (cv_worker_handles_mirror(slot->opcode))
+		status = cv_worker_execute_mirror_op(slot, payload, &err, &bad);
+	else if (cv_worker_handles(slot->opcode))
+		status = cv_worker_execute_object_op(slot, payload, &err, &bad);
 	else
 		bad = "unknown opcode";
 	if (bad)
@@ -408,9 +418,9 @@ start_serving(void)
 		return;
 	}
 	publish_device(&info);
-	set_state(CV_WORKER_READY, library.backend_name(), "");
+	set_state(CV_WORKER_READY, cv_cuda.backend_name(), "");
 	ereport(LOG, (errmsg("clustervec GPU worker ready: %s, %s (compute %d.%d)",
-						 library.backend_name(), info.name, info.compute_major,
+						 cv_cuda.backend_name(), info.name, info.compute_major,
 						 info.compute_minor)));
 }
 
@@ -426,6 +436,7 @@ cv_gpu_worker_main(Datum arg pg_attribute_unused())
 	cv_gpu_shared->worker_pid = MyProcPid;
 	cv_gpu_shared->worker_generation++;
 	cv_gpu_shared->worker_state = CV_WORKER_STARTING;
+	memset(cv_gpu_shared->mirrors, 0, sizeof(cv_gpu_shared->mirrors));
 	SpinLockRelease(&cv_gpu_shared->mutex);
 	before_shmem_exit(fail_requests_on_exit, (Datum) 0);
 	start_serving();
@@ -443,6 +454,7 @@ cv_gpu_worker_main(Datum arg pg_attribute_unused())
 		if (cv_gpu_shared->worker_state == CV_WORKER_READY)
 		{
 			serve_requests();
+			cv_worker_sweep_objects();
 			publish_free_memory();
 		}
 		else

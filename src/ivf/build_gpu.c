@@ -1,0 +1,232 @@
+/*
+ * build_gpu.c: the GPU worker's part of a cvivf build.
+ *
+ * k-means on the sample: the sample goes to the device once; k-means++
+ * seeding stays on the host (src/math's draws, the same seeds as the CPU
+ * path) while the worker folds each group of pending centres into the
+ * weights (bit for bit the CPU's float64 distances); then the worker runs
+ * Lloyd.  Pass 2: the heap's rows go to the worker in staging-sized
+ * batches and come back assigned to their nearest list (exact FP32
+ * ranking: equal to the CPU's float64 choice except on near ties).
+ *
+ * Every function returns false when the worker failed, after freeing its
+ * device buffers; the build then continues on the CPU (clustervec.gpu =
+ * auto) or raises (require).
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "ivf/build_gpu.h"
+#include "worker/remote.h"
+#include "worker/worker.h"
+
+struct CvIvfGpuAssigner
+{
+	int			d;
+	int			lists;
+	int			metric;
+	int			capacity;		/* rows per batch */
+	uint64		points;
+	uint64		centroids;
+	uint64		assign;
+	uint64		score;
+};
+
+int			cv_gpu_assign_mode = CVCUDA_ASSIGN_FP32;
+
+/* Raises under "require"; otherwise counts the fallback. */
+static bool
+build_gpu_failed(const CvGpuError *error)
+{
+	if (cv_gpu_mode == CV_GPU_REQUIRE)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("the GPU worker failed the cvivf build: %s", error->message)));
+	cv_gpu_count_fallback();
+	return false;
+}
+
+static uint64
+upload(const void *data, Size bytes, CvGpuError *error)
+{
+	uint64		id = cv_gpu_alloc(bytes, error);
+
+	if (id != 0 && !cv_gpu_write(id, 0, data, bytes, error))
+	{
+		cv_gpu_free(id);
+		return 0;
+	}
+	return id;
+}
+
+typedef struct SeedRefresh
+{
+	CvGpuKmeansArgs args;
+	CvGpuError	error;
+	bool		failed;
+} SeedRefresh;
+
+/* Centres one refresh request carries. */
+static int
+centres_per_request(int d)
+{
+	return (int) ((CV_GPU_STAGING_BYTES - MAXALIGN(sizeof(CvGpuKmeansArgs))) /
+				  (sizeof(float) * (Size) d));
+}
+
+/* src/math's refresh hook: the device folds the centres into the weights. */
+static CvMathStatus
+refresh_on_gpu(void *arg, const float *centres, int count, double *dist)
+{
+	SeedRefresh *r = (SeedRefresh *) arg;
+	int			d = r->args.d;
+	int			step = centres_per_request(d);
+	Size		dist_bytes = sizeof(double) * (Size) r->args.n;
+
+	CHECK_FOR_INTERRUPTS();
+	if (!cv_gpu_write(r->args.dist, 0, dist, dist_bytes, &r->error))
+		r->failed = true;
+	for (int first = 0; first < count && !r->failed; first += step)
+	{
+		int			group = Min(step, count - first);
+
+		r->args.k = group;
+		if (!cv_gpu_call(CV_OP_KMEANS_REFRESH, &r->args, sizeof(r->args),
+						 centres + (Size) first * d, sizeof(float) * (Size) group * d,
+						 NULL, 0, &r->error))
+			r->failed = true;
+	}
+	if (!r->failed && !cv_gpu_read(r->args.dist, 0, dist, dist_bytes, &r->error))
+		r->failed = true;
+	return r->failed ? CV_MATH_BAD_ARGUMENT : CV_MATH_OK;
+}
+
+/* Seeding with the device's refresh; the seeds are written to centroids. */
+static bool
+seed_on_gpu(const float *sample, int64 n, const CvKmeansParams *params, SeedRefresh *r,
+			float *centroids, int *seeds)
+{
+	CvMathStatus status;
+
+	status = cv_kmeans_seed_with(sample, (size_t) n, r->args.d, params, refresh_on_gpu, r,
+								 centroids, seeds);
+	if (r->failed)
+		return false;
+	if (status == CV_MATH_OUT_OF_MEMORY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory during k-means seeding")));
+	if (status != CV_MATH_OK)
+		elog(ERROR, "k-means seeding failed: %s", cv_math_status_string(status));
+	return true;
+}
+
+bool
+cvivf_gpu_train(const float *sample, int64 n, int d, const CvKmeansParams *params,
+				float *centroids, int *lists)
+{
+	SeedRefresh r = {0};
+	CvGpuKmeansArgs lloyd = {0};
+	double	   *history = palloc0(sizeof(double) * Max(params->iterations, 1));
+	bool		ok;
+
+	r.args.n = n;
+	r.args.d = d;
+	r.args.points = upload(sample, sizeof(float) * (Size) n * d, &r.error);
+	ok = r.args.points != 0 &&
+		(r.args.dist = cv_gpu_alloc(sizeof(double) * (Size) n, &r.error)) != 0;
+	ok = ok && seed_on_gpu(sample, n, params, &r, centroids, lists);
+	if (ok && params->progress)
+		params->progress(params->progress_arg, 0, params->iterations);
+	if (ok && params->iterations > 0)
+	{
+		lloyd = r.args;
+		lloyd.dist = 0;
+		lloyd.k = *lists;
+		lloyd.iterations = params->iterations;
+		lloyd.metric = params->metric;
+		lloyd.mode = cv_gpu_assign_mode;
+		lloyd.centroids = upload(centroids, sizeof(float) * (Size) *lists * d, &r.error);
+		ok = lloyd.centroids != 0 &&
+			(lloyd.assign = cv_gpu_alloc(sizeof(int32) * (Size) n, &r.error)) != 0 &&
+			cv_gpu_call(CV_OP_KMEANS_LLOYD, &lloyd, sizeof(lloyd), NULL, 0, history,
+						sizeof(double) * params->iterations, &r.error) &&
+			cv_gpu_read(lloyd.centroids, 0, centroids, sizeof(float) * (Size) *lists * d,
+						&r.error);
+		if (ok && params->progress)
+			params->progress(params->progress_arg, params->iterations, params->iterations);
+	}
+	cv_gpu_free(lloyd.centroids);
+	cv_gpu_free(lloyd.assign);
+	cv_gpu_free(r.args.points);
+	cv_gpu_free(r.args.dist);
+	pfree(history);
+	return ok ? true : build_gpu_failed(&r.error);
+}
+
+int
+cvivf_gpu_batch_rows(int d)
+{
+	return (int) (CV_GPU_STAGING_BYTES / (sizeof(float) * (Size) d));
+}
+
+CvIvfGpuAssigner *
+cvivf_gpu_assigner_begin(const float *centroids, int lists, int d, int metric)
+{
+	CvIvfGpuAssigner *a = palloc0(sizeof(CvIvfGpuAssigner));
+	CvGpuError	error = {0};
+	bool		ok;
+
+	a->d = d;
+	a->lists = lists;
+	a->metric = metric;
+	a->capacity = cvivf_gpu_batch_rows(d);
+	a->centroids = upload(centroids, sizeof(float) * (Size) lists * d, &error);
+	ok = a->centroids != 0 &&
+		(a->points = cv_gpu_alloc(sizeof(float) * (Size) a->capacity * d, &error)) != 0 &&
+		(a->assign = cv_gpu_alloc(sizeof(int32) * (Size) a->capacity, &error)) != 0 &&
+		(a->score = cv_gpu_alloc(sizeof(float) * (Size) a->capacity, &error)) != 0;
+	if (!ok)
+	{
+		cvivf_gpu_assigner_end(a);
+		(void) build_gpu_failed(&error);
+		return NULL;
+	}
+	return a;
+}
+
+bool
+cvivf_gpu_assign(CvIvfGpuAssigner *a, const float *rows, int count, int32 *lists)
+{
+	CvGpuKmeansArgs args = {0};
+	CvGpuError	error = {0};
+
+	Assert(count <= a->capacity);
+	args.points = a->points;
+	args.n = count;
+	args.d = a->d;
+	args.k = a->lists;
+	args.metric = a->metric;
+	args.mode = cv_gpu_assign_mode;
+	args.centroids = a->centroids;
+	args.assign = a->assign;
+	args.score = a->score;
+	if (cv_gpu_write(a->points, 0, rows, sizeof(float) * (Size) count * a->d, &error) &&
+		cv_gpu_call(CV_OP_KMEANS_ASSIGN, &args, sizeof(args), NULL, 0, NULL, 0, &error) &&
+		cv_gpu_read(a->assign, 0, lists, sizeof(int32) * (Size) count, &error))
+		return true;
+	return build_gpu_failed(&error);
+}
+
+void
+cvivf_gpu_assigner_end(CvIvfGpuAssigner *a)
+{
+	if (a == NULL)
+		return;
+	cv_gpu_free(a->points);
+	cv_gpu_free(a->centroids);
+	cv_gpu_free(a->assign);
+	cv_gpu_free(a->score);
+	pfree(a);
+}

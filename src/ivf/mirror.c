@@ -1,0 +1,373 @@
+/*
+ * mirror.c: uploading a cvivf index's mirror to the GPU worker, and
+ * searching it.
+ *
+ * The upload reads the directory (each list's live tuple count), then each
+ * list's chain, and sends the centroids, the vectors packed list after
+ * list, their heap TIDs and, per list, the position of the last tuple it
+ * took.  Inserts that land meanwhile are past those positions: scans read
+ * them from the pages.  The key carries the index's generation, which
+ * every vacuum and rebuild bumps, so a mirror is never used on changed
+ * lists.
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "utils/snapmgr.h"
+#include "postmaster/bgworker.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+
+#include "clustervec_cuda.h"
+#include "ivf/mirror.h"
+#include "worker/remote.h"
+#include "worker/worker.h"
+
+void
+cvivf_mirror_key(Relation index, const CvIvfMetaPageData *meta, CvGpuMirrorKey *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->database = MyDatabaseId;
+	key->index = RelationGetRelid(index);
+	key->relfilenode = index->rd_node.relNode;
+	key->generation = meta->generation;
+	key->metric = meta->metric == CVIVF_METRIC_L2 ? CVCUDA_METRIC_L2 :
+		meta->metric == CVIVF_METRIC_INNER_PRODUCT ? CVCUDA_METRIC_IP : CVCUDA_METRIC_COSINE;
+	key->dimensions = meta->dimensions;
+	key->lists = meta->lists;
+}
+
+int
+cvivf_mirror_find(const CvGpuMirrorKey *key)
+{
+	int			found = -1;
+
+	if (cv_gpu_shared == NULL)
+		return -1;
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	for (int m = 0; m < CV_GPU_MAX_MIRRORS && found < 0; m++)
+	{
+		const CvGpuMirrorInfo *info = &cv_gpu_shared->mirrors[m];
+
+		if (info->state == CV_MIRROR_READY && info->key.database == key->database &&
+			info->key.relfilenode == key->relfilenode &&
+			info->key.generation == key->generation)
+			found = m;
+	}
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	return found;
+}
+
+/* One upload request: bytes of one part at a byte offset. */
+static bool
+put_part(int mirror, int part, Size offset, const void *data, Size bytes, CvGpuError *error)
+{
+	for (Size done = 0; done < bytes;)
+	{
+		CvGpuRequest request;
+		Size		chunk = Min(bytes - done, CV_GPU_STAGING_BYTES);
+		int64		args[4] = {mirror, part, (int64) (offset + done), (int64) chunk};
+		bool		ok;
+
+		if (!cv_gpu_begin(&request, CV_OP_MIRROR_PUT, true))
+		{
+			error->code = CV_GPU_ERR_WORKER_EXITED;
+			strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
+			return false;
+		}
+		memcpy(request.payload, (const char *) data + done, chunk);
+		ok = cv_gpu_run(&request, args, 4, chunk, error, NULL);
+		cv_gpu_end(&request);
+		if (!ok)
+			return false;
+		done += chunk;
+	}
+	return true;
+}
+
+/* A request without payload; result[0] into *result when given. */
+static bool
+bare_request(int opcode, int64 arg, int64 *result, CvGpuError *error)
+{
+	CvGpuRequest request;
+	int64		args[1] = {arg};
+	bool		ok;
+
+	if (!cv_gpu_begin(&request, opcode, false))
+	{
+		error->code = CV_GPU_ERR_WORKER_EXITED;
+		strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
+		return false;
+	}
+	ok = cv_gpu_run(&request, args, 1, 0, error, NULL);
+	if (ok && result)
+		*result = cv_gpu_shared->slots[request.slot].result[0];
+	cv_gpu_end(&request);
+	return ok;
+}
+
+/* Starts a mirror; *mirror is -1 when one with this key exists or is being made. */
+static bool
+begin_mirror(const CvGpuMirrorKey *key, int *mirror, CvGpuError *error)
+{
+	CvGpuRequest request;
+	int64		args[1];
+	bool		ok;
+
+	if (!cv_gpu_begin(&request, CV_OP_MIRROR_BEGIN, true))
+	{
+		error->code = CV_GPU_ERR_WORKER_EXITED;
+		strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
+		return false;
+	}
+	/* the worker frees an unfinished mirror once this transaction ends */
+	args[0] = (int64) pg_atomic_read_u64(&cv_gpu_owner_epochs->epoch[MyProc->pgprocno]);
+	cv_gpu_note_allocation();
+	memcpy(request.payload, key, sizeof(*key));
+	ok = cv_gpu_run(&request, args, 1, sizeof(*key), error, NULL);
+	if (ok)
+		*mirror = (int) cv_gpu_shared->slots[request.slot].result[0];
+	cv_gpu_end(&request);
+	return ok;
+}
+
+/* Collects one list's first `wanted` live tuples into the upload buffers. */
+typedef struct ListUpload
+{
+	int			mirror;
+	int			d;
+	int64		wanted;			/* this list's live tuples per the directory */
+	int64		taken;			/* of this list */
+	int64		row;			/* rows of the mirror so far */
+	int64	   *tids;			/* all rows */
+	float	   *batch;			/* vectors not yet sent */
+	int64		batch_rows;
+	int64		batch_capacity;
+	int64		batch_first_row;
+	int64		end;			/* the last taken tuple's position, or -1 */
+	bool		failed;
+	CvGpuError *error;
+} ListUpload;
+
+static void
+flush_vectors(ListUpload *u)
+{
+	if (u->batch_rows == 0 || u->failed)
+		return;
+	if (!put_part(u->mirror, CV_MIRROR_PART_VECTORS,
+				  sizeof(float) * (Size) u->batch_first_row * u->d, u->batch,
+				  sizeof(float) * (Size) u->batch_rows * u->d, u->error))
+		u->failed = true;
+	u->batch_first_row += u->batch_rows;
+	u->batch_rows = 0;
+}
+
+static void
+take_tuple(const CvIvfTupleHeader *header, const float *vector, BlockNumber block, Size offset,
+		   void *arg)
+{
+	ListUpload *u = (ListUpload *) arg;
+
+	if (u->taken >= u->wanted || u->failed)
+		return;
+	u->tids[u->row] = ((int64) ItemPointerGetBlockNumber(&header->heap_tid) << 16) |
+		ItemPointerGetOffsetNumber(&header->heap_tid);
+	memcpy(u->batch + u->batch_rows * u->d, vector, sizeof(float) * u->d);
+	u->batch_rows++;
+	u->row++;
+	u->taken++;
+	u->end = ((int64) block << 32) | (int64) offset;
+	if (u->batch_rows == u->batch_capacity)
+		flush_vectors(u);
+}
+
+/* Reads every list into the mirror; false when the worker failed. */
+static bool
+upload_lists(Relation index, const CvIvfMetaPageData *meta, const CvIvfListEntry *entries,
+			 ListUpload *u, int64 *offsets, int64 *ends)
+{
+	offsets[0] = 0;
+	for (uint32 list = 0; list < meta->lists && !u->failed; list++)
+	{
+		u->wanted = (int64) entries[list].tuples;
+		u->taken = 0;
+		u->end = -1;
+		if (BlockNumberIsValid(entries[list].first_block) && u->wanted > 0)
+			cvivf_scan_list(index, meta, entries[list].first_block, false, NULL, take_tuple, u);
+		if (u->taken != u->wanted)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("list %u of index \"%s\" has %lld live tuples, its directory says %lld",
+							list, RelationGetRelationName(index), (long long) u->taken,
+							(long long) u->wanted),
+					 errhint("Please REINDEX it.")));
+		offsets[list + 1] = u->row;
+		ends[list] = u->end;
+		CHECK_FOR_INTERRUPTS();
+	}
+	flush_vectors(u);
+	return !u->failed;
+}
+
+bool
+cvivf_mirror_upload(Relation index, CvGpuError *error)
+{
+	CvIvfMetaPageData meta;
+	CvGpuMirrorKey key;
+	CvIvfListEntry *entries;
+	ListUpload	u = {0};
+	float	   *centroids;
+	int64	   *offsets,
+			   *ends;
+	int			mirror;
+	bool		ok;
+
+	cvivf_read_meta(index, &meta);
+	cvivf_mirror_key(index, &meta, &key);
+	entries = palloc(sizeof(CvIvfListEntry) * meta.lists);
+	for (uint32 list = 0; list < meta.lists; list++)
+	{
+		cvivf_read_list_entry(index, &meta, list, &entries[list]);
+		key.rows += (int64) entries[list].tuples;
+	}
+	if (!begin_mirror(&key, &mirror, error))
+		return false;
+	if (mirror < 0)
+		return true;
+	centroids = cvivf_read_centroids(index, &meta);
+	if (centroids == NULL)
+		centroids = palloc0(sizeof(float) * meta.dimensions * meta.lists);
+	u.mirror = mirror;
+	u.d = meta.dimensions;
+	u.error = error;
+	u.tids = palloc_extended(sizeof(int64) * Max(key.rows, 1), MCXT_ALLOC_HUGE);
+	u.batch_capacity = Max(1, (int64) (CV_GPU_STAGING_BYTES / (sizeof(float) * u.d)));
+	u.batch = palloc_extended(sizeof(float) * u.d * u.batch_capacity, MCXT_ALLOC_HUGE);
+	offsets = palloc_extended(sizeof(int64) * (meta.lists + 1), MCXT_ALLOC_HUGE);
+	ends = palloc_extended(sizeof(int64) * meta.lists, MCXT_ALLOC_HUGE);
+	ok = put_part(mirror, CV_MIRROR_PART_CENTROIDS, 0, centroids,
+				  sizeof(float) * (Size) meta.dimensions * meta.lists, error) &&
+		upload_lists(index, &meta, entries, &u, offsets, ends) &&
+		put_part(mirror, CV_MIRROR_PART_TIDS, 0, u.tids, sizeof(int64) * key.rows, error) &&
+		put_part(mirror, CV_MIRROR_PART_OFFSETS, 0, offsets,
+				 sizeof(int64) * (meta.lists + 1), error) &&
+		put_part(mirror, CV_MIRROR_PART_ENDS, 0, ends, sizeof(int64) * meta.lists, error) &&
+		bare_request(CV_OP_MIRROR_COMMIT, mirror, NULL, error);
+	if (!ok)
+	{
+		CvGpuError	ignored;
+
+		(void) bare_request(CV_OP_MIRROR_DROP, mirror, NULL, &ignored);
+	}
+	pfree(u.tids);
+	pfree(u.batch);
+	pfree(offsets);
+	pfree(ends);
+	pfree(entries);
+	return ok;
+}
+
+int
+cvivf_mirror_batch_queries(int lists, int d, int k)
+{
+	Size		fixed = cv_search_hits_offset(lists);
+	Size		per_query = Max(sizeof(float) * (Size) d, sizeof(CvGpuSearchHit) * (Size) k) +
+		sizeof(float) * (Size) d + sizeof(CvGpuSearchHit) * (Size) k;
+
+	if (fixed >= CV_GPU_STAGING_BYTES)
+		return 0;
+	return (int) Min((CV_GPU_STAGING_BYTES - fixed) / per_query, 65536);
+}
+
+bool
+cvivf_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries, int nq,
+					int k, int probes, CvIvfMirrorAnswer *answer, CvGpuError *error)
+{
+	CvGpuRequest request;
+	CvGpuSearchArgs args = {0};
+	Size		head = MAXALIGN(sizeof(CvGpuSearchArgs));
+	Size		offsets_at = head + MAXALIGN(sizeof(int64) * key->lists);
+	Size		hits_at = cv_search_hits_offset(key->lists);
+	bool		ok;
+
+	args.key = *key;
+	args.mirror = mirror;
+	args.nq = nq;
+	args.k = k;
+	args.probes = probes;
+	if (!cv_gpu_begin(&request, CV_OP_MIRROR_SEARCH, true))
+	{
+		error->code = CV_GPU_ERR_WORKER_EXITED;
+		strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
+		return false;
+	}
+	memcpy(request.payload, &args, sizeof(args));
+	memcpy(request.payload + head, queries, sizeof(float) * (Size) nq * key->dimensions);
+	ok = cv_gpu_run(&request, NULL, 0, head + sizeof(float) * (Size) nq * key->dimensions,
+					error, NULL);
+	if (ok)
+	{
+		memcpy(answer->ends, request.payload + head, sizeof(int64) * key->lists);
+		memcpy(answer->offsets, request.payload + offsets_at, sizeof(int64) * (key->lists + 1));
+		memcpy(answer->hits, request.payload + hits_at, sizeof(CvGpuSearchHit) * (Size) nq * k);
+	}
+	cv_gpu_end(&request);
+	return ok;
+}
+
+/* The background upload: a worker connected to the index's database. */
+PGDLLEXPORT void cvivf_mirror_worker_main(Datum arg);
+
+void
+cvivf_mirror_worker_main(Datum arg)
+{
+	Oid			database;
+	Oid			indexid = DatumGetObjectId(arg);
+	CvGpuError	error = {0};
+	Relation	index;
+
+	memcpy(&database, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	index = try_relation_open(indexid, AccessShareLock);
+	if (index != NULL && cv_gpu_worker_ready() && !cvivf_mirror_upload(index, &error))
+		ereport(LOG,
+				(errmsg("clustervec could not mirror index \"%s\": %s",
+						RelationGetRelationName(index), error.message)));
+	if (index != NULL)
+		relation_close(index, AccessShareLock);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+void
+cvivf_mirror_request(Relation index, const CvGpuMirrorKey *key)
+{
+	static Oid	last_relfilenode = InvalidOid;
+	static uint64 last_generation = 0;
+	BackgroundWorker worker = {0};
+	BackgroundWorkerHandle *handle;
+
+	if (key->relfilenode == last_relfilenode && key->generation == last_generation)
+		return;
+	last_relfilenode = key->relfilenode;
+	last_generation = key->generation;
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker.bgw_library_name, "clustervec", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "cvivf_mirror_worker_main", BGW_MAXLEN);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "clustervec mirror of index %u", RelationGetRelid(index));
+	strlcpy(worker.bgw_type, "clustervec mirror upload", BGW_MAXLEN);
+	worker.bgw_main_arg = ObjectIdGetDatum(RelationGetRelid(index));
+	memcpy(worker.bgw_extra, &MyDatabaseId, sizeof(Oid));
+	worker.bgw_notify_pid = 0;
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		ereport(DEBUG1,
+				(errmsg("no background worker slot to mirror index \"%s\"",
+						RelationGetRelationName(index))));
+}

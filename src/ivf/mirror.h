@@ -1,0 +1,48 @@
+/*
+ * mirror.h: a cvivf index's mirror in the GPU worker, from the backend's
+ * side (mirror.c): finding the ready mirror of an index's current
+ * generation, uploading one, and searching it.
+ */
+#ifndef CV_IVF_MIRROR_H
+#define CV_IVF_MIRROR_H
+
+#include "postgres.h"
+
+#include "ivf/ivf.h"
+#include "utils/rel.h"
+#include "worker/protocol.h"
+
+/* The key an index's mirror has now: database, relfilenode, generation, shape. */
+extern void cvivf_mirror_key(Relation index, const CvIvfMetaPageData *meta,
+							 CvGpuMirrorKey *key);
+
+/* The ready mirror with this key, or -1. */
+extern int	cvivf_mirror_find(const CvGpuMirrorKey *key);
+
+/*
+ * Uploads the index's mirror unless one with its key exists or is being
+ * made (then returns true at once).  False with *error when the worker
+ * failed; an index whose lists change meanwhile is an ERROR.
+ */
+extern bool cvivf_mirror_upload(Relation index, CvGpuError *error);
+
+/* Asks a background worker to upload the index's mirror (at most once per generation). */
+extern void cvivf_mirror_request(Relation index, const CvGpuMirrorKey *key);
+
+/* The answer of one batch search: per list, the mirror's end and row counts, then the hits. */
+typedef struct CvIvfMirrorAnswer
+{
+	int64	   *ends;			/* lists: the last mirrored tuple's (block << 32 | offset), -1 */
+	int64	   *offsets;		/* lists + 1 */
+	CvGpuSearchHit *hits;		/* nq x k */
+} CvIvfMirrorAnswer;
+
+/* Most queries of dimension d with k hits one request carries (0: not even one). */
+extern int	cvivf_mirror_batch_queries(int lists, int d, int k);
+
+/* One batch search; false with *error when the worker failed or the mirror went away. */
+extern bool cvivf_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries,
+								int nq, int k, int probes, CvIvfMirrorAnswer *answer,
+								CvGpuError *error);
+
+#endif

@@ -1,0 +1,576 @@
+/*
+ * cvsearch.c: batch search over a cvivf index, and the mirror functions.
+ *
+ * cvsearch(index, queries, k, probes) answers each query as the index scan
+ * `ORDER BY v <op> q LIMIT k` would with cvivf.probes = probes: the k
+ * nearest visible rows among the probed lists.  With a ready mirror in
+ * the GPU worker, one request answers a batch of queries; rows inserted
+ * after the mirror was made are read from the pages of the probed lists
+ * and merged; candidates the snapshot cannot see are replaced by asking
+ * for more.  Without a mirror (one is then made in the background), or
+ * without a GPU, each query runs the CPU index scan.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "commands/defrem.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+
+#include "access/genam.h"
+#include "clustervec_cuda.h"
+#include "ivf/ivf.h"
+#include "ivf/mirror.h"
+#include "type/cvec.h"
+#include "worker/protocol.h"
+#include "worker/worker.h"
+
+PG_FUNCTION_INFO_V1(cvsearch);
+PG_FUNCTION_INFO_V1(clustervec_gpu_warm);
+PG_FUNCTION_INFO_V1(clustervec_gpu_mirrors);
+
+typedef struct Candidate
+{
+	ItemPointerData tid;
+	double		distance;
+	int64		order;			/* ties: the GPU's order, then page order */
+} Candidate;
+
+typedef struct BatchSearch
+{
+	Relation	heap;
+	Relation	index;
+	CvIvfMetaPageData meta;
+	int			k;
+	int			probes;
+	int			nq;
+	float	   *queries;
+	/* results: k per query */
+	ItemPointerData *tids;
+	double	   *distances;
+	int		   *found;
+	/* GPU path */
+	int			mirror;
+	CvGpuMirrorKey key;
+	int64	   *dir_tuples;		/* each list's live tuples now */
+	const float *centroids;		/* for the lists of queries with inserts to merge */
+	IndexFetchTableData *fetch;
+	TupleTableSlot *slot;
+} BatchSearch;
+
+/* The index, which must be a cvivf index the caller may read through its table. */
+static Relation
+open_cvivf_index(Oid indexid, Relation *heap)
+{
+	Relation	index = relation_open(indexid, AccessShareLock);
+	Oid			heapid;
+
+	if (index->rd_rel->relkind != RELKIND_INDEX ||
+		index->rd_rel->relam != get_index_am_oid("cvivf", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a cvivf index", RelationGetRelationName(index))));
+	heapid = index->rd_index->indrelid;
+	if (pg_class_aclcheck(heapid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(heapid))));
+	if (check_enable_rls(heapid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cvsearch does not support tables with row-level security")));
+	*heap = table_open(heapid, AccessShareLock);
+	return index;
+}
+
+/* The queries as nq x d floats; every one must match the index's dimensions. */
+static void
+read_queries(BatchSearch *s, ArrayType *array)
+{
+	Datum	   *values;
+	bool	   *nulls;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			d = s->meta.dimensions;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("queries must be a one-dimensional array")));
+	get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+	deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
+					  &values, &nulls, &s->nq);
+	s->queries = palloc_extended(sizeof(float) * Max(d, 1) * Max(s->nq, 1), MCXT_ALLOC_HUGE);
+	for (int q = 0; q < s->nq; q++)
+	{
+		CVec	   *v;
+
+		if (nulls[q])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("query %d is NULL", q + 1)));
+		v = DatumGetCVec(values[q]);
+		if (d == 0)
+			s->meta.dimensions = d = v->dim;	/* an index built empty */
+		if (v->dim != d)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("query %d has %d dimensions, index \"%s\" has %d",
+							q + 1, v->dim, RelationGetRelationName(s->index), d)));
+		memcpy(s->queries + (Size) q * d, v->x, sizeof(float) * d);
+	}
+}
+
+/* Whether the snapshot sees the row; *tid becomes the visible version's. */
+static bool
+row_visible(BatchSearch *s, ItemPointer tid)
+{
+	bool		call_again = false;
+	bool		all_dead = false;
+	bool		found;
+
+	found = table_index_fetch_tuple(s->fetch, tid, GetActiveSnapshot(), s->slot,
+									&call_again, &all_dead);
+	if (found)
+		*tid = s->slot->tts_tid;
+	ExecClearTuple(s->slot);
+	return found;
+}
+
+/* Query q through the CPU index scan, as ORDER BY ... LIMIT k would run it. */
+static void
+search_on_cpu(BatchSearch *s, int q)
+{
+	int			saved_probes = cvivf_probes;
+	CVec	   *query = cvec_alloc(s->meta.dimensions);
+	ScanKeyData orderby;
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(s->heap, NULL);
+
+	memcpy(query->x, s->queries + (Size) q * s->meta.dimensions,
+		   sizeof(float) * s->meta.dimensions);
+	ScanKeyEntryInitialize(&orderby, SK_ORDER_BY, 1, InvalidStrategy, InvalidOid, InvalidOid,
+						   InvalidOid, PointerGetDatum(query));
+	s->found[q] = 0;
+	cvivf_probes = s->probes;
+	PG_TRY();
+	{
+		scan = index_beginscan(s->heap, s->index, GetActiveSnapshot(), 0, 1);
+		index_rescan(scan, NULL, 0, &orderby, 1);
+		while (s->found[q] < s->k && index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			int64		at = (int64) q * s->k + s->found[q]++;
+
+			s->tids[at] = slot->tts_tid;
+			s->distances[at] = DatumGetFloat8(scan->xs_orderbyvals[0]);
+		}
+		index_endscan(scan);
+	}
+	PG_FINALLY();
+	{
+		cvivf_probes = saved_probes;
+	}
+	PG_END_TRY();
+	ExecDropSingleTupleTableSlot(slot);
+	pfree(query);
+}
+
+static int
+compare_candidates(const void *a, const void *b)
+{
+	const Candidate *x = a;
+	const Candidate *y = b;
+
+	if (x->distance != y->distance)
+		return x->distance < y->distance ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
+}
+
+typedef struct TailCollect
+{
+	BatchSearch *s;
+	const float *query;
+	Candidate  *out;
+	int			count;
+	int			capacity;
+	bool		skip_first;
+} TailCollect;
+
+static void
+collect_tail_tuple(const CvIvfTupleHeader *header, const float *vector,
+				   BlockNumber block pg_attribute_unused(), Size offset pg_attribute_unused(),
+				   void *arg)
+{
+	TailCollect *t = (TailCollect *) arg;
+
+	if (t->skip_first)
+	{
+		t->skip_first = false;	/* the mirror's last tuple of this list */
+		return;
+	}
+	if (t->count == t->capacity)
+	{
+		t->capacity *= 2;
+		t->out = repalloc_huge(t->out, sizeof(Candidate) * t->capacity);
+	}
+	t->out[t->count].tid = header->heap_tid;
+	t->out[t->count].distance = cvivf_distance(t->s->meta.metric, t->query, vector,
+											   t->s->meta.dimensions);
+	if (isnan(t->out[t->count].distance))
+		t->out[t->count].distance = INFINITY;
+	t->out[t->count].order = INT64_MAX / 2 + t->count;
+	t->count++;
+}
+
+static int
+compare_ranked_lists(const void *a, const void *b)
+{
+	const Candidate *x = a;
+	const Candidate *y = b;
+
+	if (x->distance != y->distance)
+		return x->distance < y->distance ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
+}
+
+/* Rows inserted after the mirror into query q's probed lists. */
+static void
+collect_tails(BatchSearch *s, int q, const CvIvfMirrorAnswer *answer, TailCollect *t)
+{
+	int			lists = s->meta.lists;
+	Candidate  *ranked = palloc(sizeof(Candidate) * lists);
+	int			d = s->meta.dimensions;
+
+	t->query = s->queries + (Size) q * d;
+	for (int l = 0; l < lists; l++)
+	{
+		ranked[l].order = l;
+		ranked[l].distance = s->centroids == NULL ? 0 :
+			cvivf_centroid_distance(s->meta.metric, t->query, s->centroids + (Size) l * d, d);
+		if (isnan(ranked[l].distance))
+			ranked[l].distance = INFINITY;
+	}
+	qsort(ranked, lists, sizeof(Candidate), compare_ranked_lists);
+	for (int r = 0; r < Min(s->probes, lists); r++)
+	{
+		int			l = (int) ranked[r].order;
+		int64		mirrored = answer->offsets[l + 1] - answer->offsets[l];
+		CvIvfListEntry entry;
+
+		if (s->dir_tuples[l] <= mirrored)
+			continue;
+		cvivf_read_list_entry(s->index, &s->meta, l, &entry);
+		if (answer->ends[l] < 0)
+		{
+			t->skip_first = false;
+			if (BlockNumberIsValid(entry.first_block))
+				cvivf_scan_list(s->index, &s->meta, entry.first_block, false, NULL,
+								collect_tail_tuple, t);
+		}
+		else
+		{
+			t->skip_first = true;
+			cvivf_scan_list_from(s->index, &s->meta, (BlockNumber) (answer->ends[l] >> 32),
+								 (Size) (answer->ends[l] & 0xffffffff), false, NULL,
+								 collect_tail_tuple, t);
+		}
+	}
+	pfree(ranked);
+}
+
+static bool
+any_tail(const BatchSearch *s, const CvIvfMirrorAnswer *answer)
+{
+	for (uint32 l = 0; l < s->meta.lists; l++)
+		if (s->dir_tuples[l] > answer->offsets[l + 1] - answer->offsets[l])
+			return true;
+	return false;
+}
+
+/*
+ * Query q's answer from the GPU's hits (width per query) and the tails:
+ * false when the visible rows fall short while the probed lists may hold
+ * more (the caller asks again with more hits).
+ */
+static bool
+finish_query(BatchSearch *s, int q, const CvIvfMirrorAnswer *answer, int width, bool tails)
+{
+	TailCollect t = {0};
+	const CvGpuSearchHit *hits = answer->hits + (Size) q * width;
+	bool		exhausted = false;
+
+	t.s = s;
+	t.capacity = width + 16;
+	t.out = palloc(sizeof(Candidate) * t.capacity);
+	for (int r = 0; r < width; r++)
+	{
+		if (hits[r].tid < 0)
+		{
+			exhausted = true;	/* the probed lists hold no more mirrored rows */
+			break;
+		}
+		ItemPointerSet(&t.out[t.count].tid, (BlockNumber) (hits[r].tid >> 16),
+					   (OffsetNumber) (hits[r].tid & 0xffff));
+		t.out[t.count].distance = hits[r].distance;
+		t.out[t.count].order = r;
+		t.count++;
+	}
+	if (tails)
+		collect_tails(s, q, answer, &t);
+	qsort(t.out, t.count, sizeof(Candidate), compare_candidates);
+	s->found[q] = 0;
+	for (int i = 0; i < t.count && s->found[q] < s->k; i++)
+	{
+		/* past the last hit, mirrored rows not fetched could come first */
+		if (!exhausted && t.out[i].distance > hits[width - 1].distance)
+			break;
+		if (row_visible(s, &t.out[i].tid))
+		{
+			int64		at = (int64) q * s->k + s->found[q]++;
+
+			s->tids[at] = t.out[i].tid;
+			s->distances[at] = t.out[i].distance;
+		}
+	}
+	pfree(t.out);
+	return s->found[q] == s->k || exhausted;
+}
+
+/* Answers a batch of queries [first, first + nq) with width hits each; false: the mirror is gone. */
+static bool
+search_batch(BatchSearch *s, int first, int nq, int width, bool *need_more)
+{
+	CvIvfMirrorAnswer answer;
+	CvGpuError	error = {0};
+	bool		tails;
+
+	answer.ends = palloc(sizeof(int64) * s->meta.lists);
+	answer.offsets = palloc(sizeof(int64) * (s->meta.lists + 1));
+	answer.hits = palloc_extended(sizeof(CvGpuSearchHit) * (Size) nq * width, MCXT_ALLOC_HUGE);
+	if (!cvivf_mirror_search(s->mirror, &s->key, s->queries + (Size) first * s->meta.dimensions,
+							 nq, width, s->probes, &answer, &error))
+	{
+		if (cv_gpu_mode == CV_GPU_REQUIRE)
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("the GPU worker failed cvsearch: %s", error.message)));
+		cv_gpu_count_fallback();
+		return false;
+	}
+	tails = any_tail(s, &answer);
+	for (int q = 0; q < nq; q++)
+	{
+		need_more[first + q] = !finish_query(s, first + q, &answer, width, tails);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(answer.ends);
+	pfree(answer.offsets);
+	pfree(answer.hits);
+	return true;
+}
+
+/* The GPU path: batches, then single queries asked again with more hits; false: use the CPU. */
+static bool
+search_on_gpu(BatchSearch *s)
+{
+	int			width = Min(CVCUDA_SEARCH_MAX_K, Max(2 * s->k, s->k + 16));
+	int			batch = cvivf_mirror_batch_queries(s->meta.lists, s->meta.dimensions, width);
+	bool	   *need_more = palloc0(sizeof(bool) * s->nq);
+	bool		owned;
+
+	if (batch < 1)
+		return false;
+	s->dir_tuples = palloc(sizeof(int64) * s->meta.lists);
+	for (uint32 l = 0; l < s->meta.lists; l++)
+	{
+		CvIvfListEntry entry;
+
+		cvivf_read_list_entry(s->index, &s->meta, l, &entry);
+		s->dir_tuples[l] = (int64) entry.tuples;
+	}
+	s->centroids = (s->meta.flags & CVIVF_META_NO_CENTROIDS) ? NULL :
+		cvivf_get_centroids(s->index, &s->meta, &owned);
+	for (int first = 0; first < s->nq; first += batch)
+		if (!search_batch(s, first, Min(batch, s->nq - first), width, need_more))
+			return false;
+	for (int q = 0; q < s->nq; q++)
+	{
+		int			more = width;
+		bool		again[1] = {need_more[q]};
+
+		while (again[0] && more < CVCUDA_SEARCH_MAX_K)
+		{
+			more = Min(CVCUDA_SEARCH_MAX_K, more * 4);
+			if (cvivf_mirror_batch_queries(s->meta.lists, s->meta.dimensions, more) < 1)
+				break;
+			/* search_batch indexes need_more by query number */
+			{
+				bool	   *slot = palloc0(sizeof(bool) * s->nq);
+
+				if (!search_batch(s, q, 1, more, slot))
+					return false;
+				again[0] = slot[q];
+				pfree(slot);
+			}
+		}
+		if (again[0])
+			search_on_cpu(s, q);	/* relaxed probing, as the index scan does */
+	}
+	pg_atomic_fetch_add_u64(&cv_gpu_shared->search_gpu_calls, 1);
+	return true;
+}
+
+static void
+emit_results(FunctionCallInfo fcinfo, const BatchSearch *s)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	for (int q = 0; q < s->nq; q++)
+		for (int r = 0; r < s->found[q]; r++)
+		{
+			Datum		values[4];
+			bool		nulls[4] = {0};
+			int64		at = (int64) q * s->k + r;
+
+			values[0] = Int32GetDatum(q + 1);
+			values[1] = Int32GetDatum(r + 1);
+			values[2] = PointerGetDatum(&s->tids[at]);
+			values[3] = Float8GetDatum(s->distances[at]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+}
+
+/* Uses the index's ready mirror when the GPU serves; asks for one in the background otherwise. */
+static bool
+choose_mirror(BatchSearch *s)
+{
+	if (!cv_gpu_should_use() || (s->meta.flags & CVIVF_META_NO_CENTROIDS))
+		return false;
+	cvivf_mirror_key(s->index, &s->meta, &s->key);
+	s->mirror = cvivf_mirror_find(&s->key);
+	if (s->mirror < 0)
+	{
+		cv_gpu_count_fallback();
+		cvivf_mirror_request(s->index, &s->key);
+	}
+	return s->mirror >= 0;
+}
+
+Datum
+cvsearch(PG_FUNCTION_ARGS)
+{
+	BatchSearch s = {0};
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		return (Datum) 0;
+	s.k = PG_GETARG_INT32(2);
+	if (s.k < 1 || s.k > CVCUDA_SEARCH_MAX_K)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be between 1 and %d", CVCUDA_SEARCH_MAX_K)));
+	s.probes = PG_ARGISNULL(3) ? cvivf_probes : PG_GETARG_INT32(3);
+	if (s.probes < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("probes must be at least 1")));
+	s.index = open_cvivf_index(PG_GETARG_OID(0), &s.heap);
+	cvivf_read_meta(s.index, &s.meta);
+	s.probes = Min(s.probes, (int) s.meta.lists);
+	read_queries(&s, PG_GETARG_ARRAYTYPE_P(1));
+	s.tids = palloc_extended(sizeof(ItemPointerData) * (Size) Max(s.nq, 1) * s.k, MCXT_ALLOC_HUGE);
+	s.distances = palloc_extended(sizeof(double) * (Size) Max(s.nq, 1) * s.k, MCXT_ALLOC_HUGE);
+	s.found = palloc0(sizeof(int) * Max(s.nq, 1));
+	s.fetch = table_index_fetch_begin(s.heap);
+	s.slot = table_slot_create(s.heap, NULL);
+	if (s.nq > 0 && !(choose_mirror(&s) && search_on_gpu(&s)))
+		for (int q = 0; q < s.nq; q++)
+		{
+			search_on_cpu(&s, q);
+			CHECK_FOR_INTERRUPTS();
+		}
+	table_index_fetch_end(s.fetch);
+	ExecDropSingleTupleTableSlot(s.slot);
+	emit_results(fcinfo, &s);
+	index_close(s.index, AccessShareLock);
+	table_close(s.heap, AccessShareLock);
+	return (Datum) 0;
+}
+
+/* Uploads the index's mirror now; true when one is ready afterwards. */
+Datum
+clustervec_gpu_warm(PG_FUNCTION_ARGS)
+{
+	Relation	heap;
+	Relation	index = open_cvivf_index(PG_GETARG_OID(0), &heap);
+	CvIvfMetaPageData meta;
+	CvGpuMirrorKey key;
+	CvGpuError	error = {0};
+	bool		ready;
+
+	if (!cv_gpu_should_use())
+	{
+		ereport(NOTICE,
+				(errmsg("the GPU worker is not ready, so index \"%s\" is not mirrored",
+						RelationGetRelationName(index))));
+		index_close(index, AccessShareLock);
+		table_close(heap, AccessShareLock);
+		PG_RETURN_BOOL(false);
+	}
+	if (!cvivf_mirror_upload(index, &error))
+		ereport(cv_gpu_mode == CV_GPU_REQUIRE ? ERROR : WARNING,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("could not mirror index \"%s\": %s",
+						RelationGetRelationName(index), error.message)));
+	cvivf_read_meta(index, &meta);
+	cvivf_mirror_key(index, &meta, &key);
+	ready = cvivf_mirror_find(&key) >= 0;
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	PG_RETURN_BOOL(ready);
+}
+
+/* One row per ready mirror. */
+Datum
+clustervec_gpu_mirrors(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	CvGpuMirrorInfo copy[CV_GPU_MAX_MIRRORS];
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (cv_gpu_shared == NULL)
+		return (Datum) 0;
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	memcpy(copy, cv_gpu_shared->mirrors, sizeof(copy));
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {0};
+
+		if (copy[m].state != CV_MIRROR_READY)
+			continue;
+		values[0] = ObjectIdGetDatum(copy[m].key.database);
+		values[1] = ObjectIdGetDatum(copy[m].key.index);
+		values[2] = ObjectIdGetDatum(copy[m].key.relfilenode);
+		values[3] = Int64GetDatum((int64) copy[m].key.generation);
+		values[4] = Int64GetDatum((int64) copy[m].bytes);
+		values[5] = TimestampTzGetDatum(copy[m].last_used);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,65 @@
+/*
+ * library.h: the GPU library's entry points as the worker resolved them
+ * (dlsym), shared by the worker's files.  Only the worker process uses it.
+ */
+#ifndef CV_WORKER_LIBRARY_H
+#define CV_WORKER_LIBRARY_H
+
+#include "clustervec_cuda.h"
+#include "worker/protocol.h"
+
+typedef struct CudaLibrary
+{
+	void	   *handle;
+	int			(*abi_version) (void);
+	const char *(*backend_name) (void);
+	CvCudaStatus (*init) (int, CvCudaDeviceInfo *, CvCudaError *);
+	CvCudaStatus (*memory_info) (unsigned long long *, unsigned long long *, CvCudaError *);
+	CvCudaStatus (*host_register) (void *, size_t, CvCudaError *);
+	CvCudaStatus (*echo) (void *, size_t, CvCudaError *);
+	CvCudaStatus (*knn_exact) (const float *, long long, int, const float *, int, int,
+							   long long *, double *, CvCudaError *);
+	CvCudaStatus (*buffer_alloc) (size_t, CvCudaBuffer **, CvCudaError *);
+	void		(*buffer_free) (CvCudaBuffer *);
+	CvCudaStatus (*buffer_write) (CvCudaBuffer *, size_t, const void *, size_t, CvCudaError *);
+	CvCudaStatus (*buffer_read) (const CvCudaBuffer *, size_t, void *, size_t, CvCudaError *);
+	CvCudaStatus (*health_centroid) (const CvCudaBuffer *, const CvCudaBuffer *, long long, int,
+									 const CvHealthParams *, CvCudaBuffer *, CvCudaBuffer *,
+									 CvCudaError *);
+	CvCudaStatus (*health_neighbour_table) (CvCudaCentroidSet *, CvCudaError *);
+	CvCudaStatus (*health_members) (const CvCudaBuffer *, const CvCudaBuffer *, long long,
+									long long, const CvCudaCentroidSet *,
+									const CvHealthParams *, CvCudaBuffer *, CvCudaError *);
+	CvCudaStatus (*kmeans_refresh) (const CvCudaBuffer *, long long, int, const float *, int,
+									CvCudaBuffer *, CvCudaError *);
+	CvCudaStatus (*kmeans_assign) (const CvCudaBuffer *, long long, int, const CvCudaBuffer *,
+								   int, int, int, CvCudaBuffer *, CvCudaBuffer *, CvCudaError *);
+	CvCudaStatus (*kmeans_lloyd) (const CvCudaBuffer *, long long, int, CvCudaBuffer *, int, int,
+								  int, int, CvCudaBuffer *, double *, int *, double *,
+								  CvCudaError *);
+	CvCudaStatus (*ivf_search) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
+								const CvCudaBuffer *, int, const float *, int, int, int,
+								long long *, double *, CvCudaError *);
+} CudaLibrary;
+
+extern CudaLibrary cv_cuda;
+
+/* objects.c: the worker's device buffers and the operations over them */
+extern bool cv_worker_handles(int opcode);
+extern CvCudaStatus cv_worker_execute_object_op(CvGpuSlot *slot, char *payload,
+												CvCudaError *err, const char **bad);
+extern void cv_worker_sweep_objects(void);
+extern void cv_worker_free_all_objects(void);
+extern Size cv_worker_held_bytes;	/* objects and mirrors */
+extern Size cv_worker_memory_limit(void);
+extern bool cv_worker_owner_done(int procno, int pid, uint64 epoch);
+
+/* mirrors.c: the mirrors of cvivf indexes */
+extern bool cv_worker_handles_mirror(int opcode);
+extern CvCudaStatus cv_worker_execute_mirror_op(CvGpuSlot *slot, char *payload,
+												CvCudaError *err, const char **bad);
+extern bool cv_worker_make_room(Size bytes);
+extern void cv_worker_sweep_mirrors(void);
+extern void cv_worker_free_all_mirrors(void);
+
+#endif
