@@ -8,7 +8,8 @@
 #
 # Suites: pg_regress (make installcheck), TAP (test/t/*.pl, run by make
 # installcheck when the Makefile sets TAP_TESTS), the C unit tests
-# (make -C test/math run) and the numeric tests (test/numeric/test_*.py, with
+# (make -C test/math run), the GPU library's API tests against the CPU shim
+# (cuda/tests) and the numeric tests (test/numeric/test_*.py, with
 # Debian's /usr/bin/python3).  CV_TEST_SEED fixes the random seeds.
 set -euo pipefail
 
@@ -179,6 +180,25 @@ suite_math() {
 	record_counted "math (test/math)" "$log" "$rc"
 }
 
+# The GPU library's API tests (cuda/tests), against the CPU shim: the same
+# programs run against clustervec_cuda.so on the GPU machine.
+suite_cuda_api() {
+	local log="${CV_WORK}/cuda-build.log" t name rc
+	cv_header "GPU library API tests against the CPU shim: make cputest-programs"
+	if ! run_logged "$log" make cputest-programs cuda/clustervec_cuda_cpu.so PG_CONFIG="$PG_CONFIG"; then
+		record_suite "cuda api" 0 1 "building cuda/tests failed"
+		return 0
+	fi
+	for t in cuda/tests/*_test; do
+		[ -x "$t" ] || continue
+		name="cuda api/$(basename "$t")"
+		log="${CV_WORK}/$(basename "$t").log"
+		rc=0
+		run_logged "$log" "$t" ./cuda/clustervec_cuda_cpu.so --require-device || rc=$?
+		record_counted "$name" "$log" "$rc"
+	done
+}
+
 suite_numeric() {
 	local f name log rc found=0
 	if ! cv_psql -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${TEST_DB}" -c "CREATE DATABASE ${TEST_DB}"; then
@@ -227,6 +247,7 @@ main() {
 
 	suite_regress_and_tap
 	suite_math
+	suite_cuda_api
 	suite_numeric
 
 	cv_stop_server
