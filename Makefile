@@ -15,7 +15,8 @@ TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
 IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/reader.o src/ivf/page.o src/ivf/centroids.o src/ivf/build.o \
 	src/ivf/insert.o src/ivf/scan.o src/ivf/vacuum.o src/ivf/cost.o \
-	src/ivf/validate.o src/ivf/introspect.o src/ivf/build_gpu.o src/ivf/mirror.o
+	src/ivf/validate.o src/ivf/introspect.o src/ivf/build_gpu.o src/ivf/mirror.o \
+	src/ivf/scan_gpu.o
 HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
 	src/health/aggregate.o src/health/gpu.o
 WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/client.o \

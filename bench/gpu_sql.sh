@@ -27,11 +27,13 @@ echo "load: $(since "$t") s"
 q -c "VACUUM ANALYZE items"
 q -c "CREATE TABLE queries AS SELECT row_number() OVER () AS qid, v::cvec($dims) AS v FROM (SELECT unnest(string_to_array(pg_read_file('/tmp/cvbench.queries'), E'\n')) v) s WHERE v <> ''"
 
+if [ -z "${SKIP_HEALTH:-}" ]; then
 echo "== cluster_health on the GPU"
 t=$(now)
 q -c "SET clustervec.gpu = require; SET clustervec.health_memory = '4GB'; CREATE TABLE health AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
 echo "cluster_health, $rows x $dims, $clusters clusters, all 38 columns: $(since "$t") s"
 q -c "SELECT count(*) AS clusters, sum(n) AS n, round(avg(inertia)::numeric, 1) AS avg_inertia, round(avg(sigma)::numeric, 4) AS avg_sigma, count(effective_rank) AS ranked FROM health"
+fi
 
 echo "== CREATE INDEX on the GPU ($lists lists)"
 t=$(now)
@@ -47,10 +49,19 @@ for probes in 1 2 4 8 16 32; do
   q -c "SET clustervec.gpu = require; CREATE TEMP TABLE r AS SELECT * FROM cvsearch('items_ivf', (SELECT array_agg(v ORDER BY qid) FROM queries), 10, $probes); SELECT 'probes $probes: recall@10 ' || round(avg(hit)::numeric, 4) FROM (SELECT (SELECT count(*) FROM truth t WHERE t.query_no = r.query_no AND t.tid = r.tid)::float8 AS hit FROM r WHERE query_no <= 200) s" 
   echo "  1000 queries in one cvsearch: $(since "$t") s"
 done
-echo "== single queries (pgbench, 1 client, 10 s), probes 8"
-cat > /tmp/one.sql <<SQL
-\set qid random(1, 1000)
-SELECT count(*) FROM cvsearch('items_ivf', ARRAY[(SELECT v FROM queries WHERE qid = :qid)], 10, 8);
-SQL
-LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -c 1 -T 10 -r -f /tmp/one.sql -P 5 --log --log-prefix=/tmp/pgb postgres 2>&1 | grep -E "latency|tps"
-cat /tmp/pgb* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print "p50 " a[int(NR*0.5)] " us, p99 " a[int(NR*0.99)] " us, n " NR}'
+single() {
+  rm -f /tmp/pgb*
+  echo "$2" > /tmp/one.sql
+  LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -c 1 -T "${PGBENCH_SECONDS:-10}" -f /tmp/one.sql --log --log-prefix=/tmp/pgb postgres 2>&1 | grep -E "^tps"
+  cat /tmp/pgb* | awk '{print $3}' | sort -n | awk -v what="$1" '{a[NR]=$1} END {print what ": p50 " a[int(NR*0.5)] " us, p99 " a[int(NR*0.99)] " us, n " NR}'
+}
+echo "== single queries (pgbench, 1 client), probes 8, k = 10"
+single "cvsearch, one query" "\\set qid random(1, 1000)
+SELECT count(*) FROM cvsearch('items_ivf', ARRAY[(SELECT v FROM queries WHERE qid = :qid)], 10, 8);"
+single "ORDER BY v <-> q LIMIT 10, GPU" "\\set qid random(1, 1000)
+SET clustervec.gpu = require; SET clustervec.probes = 8;
+SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
+single "ORDER BY v <-> q LIMIT 10, CPU" "\\set qid random(1, 1000)
+SET clustervec.gpu = off; SET clustervec.probes = 8;
+SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
+q -c "SET clustervec.gpu = require; SET clustervec.probes = 8; EXPLAIN (COSTS OFF) SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = 1) LIMIT 10"

@@ -189,12 +189,12 @@ suite_cuda_api() {
 		record_suite "cuda api" 0 1 "building cuda/tests failed"
 		return 0
 	fi
-	for t in cuda/tests/*_test; do
+	for t in "${CV_SRC}"/cuda/tests/*_test; do
 		[ -x "$t" ] || continue
 		name="cuda api/$(basename "$t")"
 		log="${CV_WORK}/$(basename "$t").log"
 		rc=0
-		run_logged "$log" "$t" ./cuda/clustervec_cuda_cpu.so --require-device || rc=$?
+		run_logged "$log" "cuda/tests/$(basename "$t")" ./cuda/clustervec_cuda_cpu.so --require-device || rc=$?
 		record_counted "$name" "$log" "$rc"
 	done
 }

@@ -146,6 +146,8 @@ extern void cvivf_read_meta(Relation index, CvIvfMetaPageData *meta);
 extern float *cvivf_read_centroids(Relation index, const CvIvfMetaPageData *meta);
 extern void cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta,
 								  int list, CvIvfListEntry *entry);
+extern void cvivf_read_directory(Relation index, const CvIvfMetaPageData *meta,
+								 CvIvfListEntry *entries);
 extern BlockNumber cvivf_directory_block(const CvIvfMetaPageData *meta, int list);
 extern int	cvivf_directory_slot(const CvIvfMetaPageData *meta, int list);
 

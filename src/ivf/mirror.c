@@ -12,6 +12,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/relation.h"
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -227,11 +229,9 @@ cvivf_mirror_upload(Relation index, CvGpuError *error)
 	cvivf_read_meta(index, &meta);
 	cvivf_mirror_key(index, &meta, &key);
 	entries = palloc(sizeof(CvIvfListEntry) * meta.lists);
+	cvivf_read_directory(index, &meta, entries);
 	for (uint32 list = 0; list < meta.lists; list++)
-	{
-		cvivf_read_list_entry(index, &meta, list, &entries[list]);
 		key.rows += (int64) entries[list].tuples;
-	}
 	if (!begin_mirror(&key, &mirror, error))
 		return false;
 	if (mirror < 0)
@@ -370,4 +370,149 @@ cvivf_mirror_request(Relation index, const CvGpuMirrorKey *key)
 		ereport(DEBUG1,
 				(errmsg("no background worker slot to mirror index \"%s\"",
 						RelationGetRelationName(index))));
+}
+
+/* Rows of one list past the mirror's end, as candidates. */
+typedef struct TailCollect
+{
+	const CvIvfMetaPageData *meta;
+	const float *query;
+	CvIvfMirrorCandidate *out;
+	int			count;
+	int			capacity;
+	bool		skip_first;		/* the mirror's last tuple of the list */
+} TailCollect;
+
+static void
+collect_tail_tuple(const CvIvfTupleHeader *header, const float *vector,
+				   BlockNumber block pg_attribute_unused(), Size offset pg_attribute_unused(),
+				   void *arg)
+{
+	TailCollect *t = (TailCollect *) arg;
+	CvIvfMirrorCandidate *c;
+
+	if (t->skip_first)
+	{
+		t->skip_first = false;
+		return;
+	}
+	if (t->count == t->capacity)
+	{
+		t->capacity *= 2;
+		t->out = repalloc_huge(t->out, sizeof(CvIvfMirrorCandidate) * t->capacity);
+	}
+	c = &t->out[t->count];
+	c->tid = header->heap_tid;
+	c->distance = cvivf_distance((CvIvfMetric) t->meta->metric, t->query, vector,
+								 t->meta->dimensions);
+	if (isnan(c->distance))
+		c->distance = INFINITY;
+	c->order = INT64_MAX / 2 + t->count;
+	t->count++;
+}
+
+static int
+compare_candidates(const void *a, const void *b)
+{
+	const CvIvfMirrorCandidate *x = a;
+	const CvIvfMirrorCandidate *y = b;
+
+	if (x->distance != y->distance)
+		return x->distance < y->distance ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
+}
+
+/* Whether any list has rows the mirror lacks. */
+static bool
+lists_grew(const CvIvfMetaPageData *meta, const CvIvfListEntry *directory,
+		   const CvIvfMirrorAnswer *answer)
+{
+	for (uint32 l = 0; l < meta->lists; l++)
+		if ((int64) directory[l].tuples > answer->offsets[l + 1] - answer->offsets[l])
+			return true;
+	return false;
+}
+
+/* The rows inserted after the mirror into the query's probes nearest lists. */
+static void
+collect_tails(Relation index, const CvIvfMetaPageData *meta, const CvIvfListEntry *directory,
+			  const float *centroids, int probes, const CvIvfMirrorAnswer *answer,
+			  TailCollect *t)
+{
+	int			lists = meta->lists;
+	int			d = meta->dimensions;
+	CvIvfMirrorCandidate *ranked = palloc(sizeof(CvIvfMirrorCandidate) * lists);
+
+	for (int l = 0; l < lists; l++)
+	{
+		ranked[l].order = l;
+		ranked[l].distance = centroids == NULL ? 0 :
+			cvivf_centroid_distance((CvIvfMetric) meta->metric, t->query,
+									centroids + (Size) l * d, d);
+		if (isnan(ranked[l].distance))
+			ranked[l].distance = INFINITY;
+	}
+	qsort(ranked, lists, sizeof(CvIvfMirrorCandidate), compare_candidates);
+	for (int r = 0; r < Min(probes, lists); r++)
+	{
+		int			l = (int) ranked[r].order;
+		int64		end = answer->ends[l];
+
+		if ((int64) directory[l].tuples <= answer->offsets[l + 1] - answer->offsets[l])
+			continue;
+		t->skip_first = end >= 0;
+		if (end >= 0)
+			cvivf_scan_list_from(index, meta, (BlockNumber) (end >> 32), (Size) (end & 0xffffffff),
+								 false, NULL, collect_tail_tuple, t);
+		else if (BlockNumberIsValid(directory[l].first_block))
+			cvivf_scan_list(index, meta, directory[l].first_block, false, NULL,
+							collect_tail_tuple, t);
+	}
+	pfree(ranked);
+}
+
+void
+cvivf_mirror_merge(Relation index, const CvIvfMetaPageData *meta,
+				   const CvIvfListEntry *directory, const float *centroids, const float *query,
+				   int probes, const CvIvfMirrorAnswer *answer, int in_batch, int width,
+				   CvIvfMirrorCandidate **candidates, int *trusted, bool *exhausted)
+{
+	const CvGpuSearchHit *hits = answer->hits + (Size) in_batch * width;
+	TailCollect t = {0};
+
+	t.meta = meta;
+	t.query = query;
+	t.capacity = width + 16;
+	t.out = palloc(sizeof(CvIvfMirrorCandidate) * t.capacity);
+	*exhausted = false;
+	for (int r = 0; r < width; r++)
+	{
+		if (hits[r].tid < 0)
+		{
+			*exhausted = true;	/* the probed lists hold no more mirrored rows */
+			break;
+		}
+		ItemPointerSet(&t.out[t.count].tid, (BlockNumber) (hits[r].tid >> 16),
+					   (OffsetNumber) (hits[r].tid & 0xffff));
+		t.out[t.count].distance = isnan(hits[r].distance) ? INFINITY : hits[r].distance;
+		t.out[t.count].order = r;
+		t.count++;
+	}
+	if (lists_grew(meta, directory, answer))
+		collect_tails(index, meta, directory, centroids, probes, answer, &t);
+	qsort(t.out, t.count, sizeof(CvIvfMirrorCandidate), compare_candidates);
+	*trusted = t.count;
+	if (!*exhausted)
+	{
+		/* the farthest hit: mirrored rows past the hits are no nearer */
+		double		last = isnan(hits[width - 1].distance) ? INFINITY : hits[width - 1].distance;
+
+		for (int i = 0; i < t.count; i++)
+			if (t.out[i].distance > last)
+			{
+				*trusted = i;
+				break;
+			}
+	}
+	*candidates = t.out;
 }

@@ -45,4 +45,27 @@ extern bool cvivf_mirror_search(int mirror, const CvGpuMirrorKey *key, const flo
 								int nq, int k, int probes, CvIvfMirrorAnswer *answer,
 								CvGpuError *error);
 
+/* A candidate row of one query: a hit, or a row inserted after the mirror. */
+typedef struct CvIvfMirrorCandidate
+{
+	ItemPointerData tid;
+	double		distance;
+	int64		order;			/* ties: the hits' order, then page order */
+} CvIvfMirrorCandidate;
+
+/*
+ * Query `in_batch` of an answer with width hits per query, merged with the
+ * rows inserted after the mirror into its probed lists (read from the pages
+ * when the directory says a list grew), sorted by distance.  The first
+ * *trusted are certainly in order; past them mirrored rows beyond the hits
+ * could come first, unless *exhausted (the probed lists held fewer rows
+ * than width), when every candidate is trusted.
+ */
+extern void cvivf_mirror_merge(Relation index, const CvIvfMetaPageData *meta,
+							   const CvIvfListEntry *directory, const float *centroids,
+							   const float *query, int probes,
+							   const CvIvfMirrorAnswer *answer, int in_batch, int width,
+							   CvIvfMirrorCandidate **candidates, int *trusted,
+							   bool *exhausted);
+
 #endif

@@ -84,6 +84,28 @@ cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta, int list,
 	UnlockReleaseBuffer(buf);
 }
 
+/* Copies every list's directory entry (lists entries), one page at a time. */
+void
+cvivf_read_directory(Relation index, const CvIvfMetaPageData *meta, CvIvfListEntry *entries)
+{
+	uint32		per_page = meta->entries_per_directory_page;
+
+	for (uint32 first = 0; first < meta->lists; first += per_page)
+	{
+		BlockNumber block = cvivf_directory_block(meta, first);
+		Buffer		buf = ReadBuffer(index, block);
+		Page		page;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		cvivf_check_page(index, page, block, CVIVF_PAGE_DIRECTORY);
+		memcpy(entries + first,
+			   (CvIvfListEntry *) PageGetContents(page) + cvivf_directory_slot(meta, first),
+			   sizeof(CvIvfListEntry) * Min(per_page, meta->lists - first));
+		UnlockReleaseBuffer(buf);
+	}
+}
+
 /* Copies the floats of one centroid page (or one page of a wide centroid). */
 static void
 read_centroid_page(Relation index, BlockNumber block, float *out, Size floats)

@@ -18,6 +18,7 @@
 #include "utils/rel.h"
 
 #include "ivf/ivf.h"
+#include "ivf/scan_gpu.h"
 #include "math/distance.h"
 #include "math/distance_bound.h"
 #include "type/cvec.h"
@@ -58,6 +59,8 @@ typedef struct CvIvfScanState
 	float	   *vector;			/* a re-read candidate */
 	Size		heap_size;
 	Size		heap_capacity;
+	CvIvfGpuScan *gpu;			/* the mirror serves the scan while set */
+	CvIvfGpuScan *returned;		/* rows a GPU scan returned, for the CPU to skip */
 } CvIvfScanState;
 
 /* NaN (a zero vector under cosine) orders last, as float8 ordering does. */
@@ -252,10 +255,61 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("different cvec dimensions %u and %d",
 						state->meta.dimensions, state->query_dim)));
-	rank_lists(scan->indexRelation, state);
-	state->max_lists = scan_list_limit(state);
 	state->started = true;
 	pgstat_count_index_scan(scan->indexRelation);
+	if (!state->query_is_null)
+		state->gpu = cvivf_gpu_scan_begin(scan->indexRelation, &state->meta, state->query,
+										  Min(cvivf_probes, (int) state->meta.lists));
+	if (state->gpu == NULL)
+	{
+		rank_lists(scan->indexRelation, state);
+		state->max_lists = scan_list_limit(state);
+	}
+}
+
+/*
+ * The GPU scan ended: the CPU continues.  When it returned every row of the
+ * probed lists, an iterative scan goes on with the next lists; otherwise
+ * the CPU reads the probed lists again and skips what was returned.
+ */
+static void
+continue_on_cpu(IndexScanDesc scan, CvIvfScanState *state, CvIvfGpuScanResult result)
+{
+	rank_lists(scan->indexRelation, state);
+	state->max_lists = scan_list_limit(state);
+	if (result == CVIVF_GPU_LISTS_DONE)
+		state->lists_opened = Min(Min(cvivf_probes, (int) state->meta.lists), state->max_lists);
+	else
+		state->returned = state->gpu;
+	state->gpu = NULL;
+}
+
+/* Hands a row to the executor. */
+static void
+return_row(IndexScanDesc scan, CvIvfScanState *state, ItemPointer tid, double distance)
+{
+	scan->xs_heaptid = *tid;
+	scan->xs_orderbyvals[0] = Float8GetDatum(distance);
+	scan->xs_orderbynulls[0] = state->query_is_null;
+	scan->xs_recheck = false;
+	scan->xs_recheckorderby = false;
+}
+
+/* The GPU scan's next row; false when the CPU takes over. */
+static bool
+next_from_gpu(IndexScanDesc scan, CvIvfScanState *state)
+{
+	ItemPointerData tid;
+	double		distance;
+	CvIvfGpuScanResult result = cvivf_gpu_scan_next(state->gpu, &tid, &distance);
+
+	if (result == CVIVF_GPU_ROW)
+	{
+		return_row(scan, state, &tid, distance);
+		return true;
+	}
+	continue_on_cpu(scan, state, result);
+	return false;
 }
 
 IndexScanDesc
@@ -308,24 +362,38 @@ cvivfgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 
 	if (!state->started)
 		start_scan(scan, state);
+	if (state->gpu != NULL && next_from_gpu(scan, state))
+	{
+		MemoryContextSwitchTo(old);
+		return true;
+	}
 	for (;;)
 	{
 		while (state->heap_size == 0)
+		{
+			/* the GPU returned rows of the first batch of lists only */
+			if (state->lists_opened > 0)
+				state->returned = NULL;
 			if (!open_next_lists(scan, state))
 			{
 				MemoryContextSwitchTo(old);
 				return false;
 			}
+		}
 		/* an exact top is no farther than any bound below it: return it */
-		if (state->heap[0].exact)
+		if (!state->heap[0].exact)
+		{
+			refine_top(scan, state);
+			continue;
+		}
+		if (state->returned == NULL ||
+			!cvivf_gpu_scan_returned(state->returned, &state->heap[0].tid,
+									 state->heap[0].distance))
 			break;
-		refine_top(scan, state);
+		state->heap[0] = state->heap[--state->heap_size];	/* the GPU returned it */
+		sift_down(state->heap, state->heap_size, 0);
 	}
-	scan->xs_heaptid = state->heap[0].tid;
-	scan->xs_orderbyvals[0] = Float8GetDatum(state->heap[0].distance);
-	scan->xs_orderbynulls[0] = state->query_is_null;
-	scan->xs_recheck = false;
-	scan->xs_recheckorderby = false;
+	return_row(scan, state, &state->heap[0].tid, state->heap[0].distance);
 	state->heap[0] = state->heap[--state->heap_size];
 	sift_down(state->heap, state->heap_size, 0);
 	MemoryContextSwitchTo(old);

@@ -42,13 +42,6 @@ PG_FUNCTION_INFO_V1(cvsearch);
 PG_FUNCTION_INFO_V1(clustervec_gpu_warm);
 PG_FUNCTION_INFO_V1(clustervec_gpu_mirrors);
 
-typedef struct Candidate
-{
-	ItemPointerData tid;
-	double		distance;
-	int64		order;			/* ties: the GPU's order, then page order */
-} Candidate;
-
 typedef struct BatchSearch
 {
 	Relation	heap;
@@ -65,7 +58,7 @@ typedef struct BatchSearch
 	/* GPU path */
 	int			mirror;
 	CvGpuMirrorKey key;
-	int64	   *dir_tuples;		/* each list's live tuples now */
+	CvIvfListEntry *directory;	/* each list's entry now */
 	const float *centroids;		/* for the lists of queries with inserts to merge */
 	IndexFetchTableData *fetch;
 	TupleTableSlot *slot;
@@ -189,164 +182,31 @@ search_on_cpu(BatchSearch *s, int q)
 	pfree(query);
 }
 
-static int
-compare_candidates(const void *a, const void *b)
-{
-	const Candidate *x = a;
-	const Candidate *y = b;
-
-	if (x->distance != y->distance)
-		return x->distance < y->distance ? -1 : 1;
-	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
-}
-
-typedef struct TailCollect
-{
-	BatchSearch *s;
-	const float *query;
-	Candidate  *out;
-	int			count;
-	int			capacity;
-	bool		skip_first;
-} TailCollect;
-
-static void
-collect_tail_tuple(const CvIvfTupleHeader *header, const float *vector,
-				   BlockNumber block pg_attribute_unused(), Size offset pg_attribute_unused(),
-				   void *arg)
-{
-	TailCollect *t = (TailCollect *) arg;
-
-	if (t->skip_first)
-	{
-		t->skip_first = false;	/* the mirror's last tuple of this list */
-		return;
-	}
-	if (t->count == t->capacity)
-	{
-		t->capacity *= 2;
-		t->out = repalloc_huge(t->out, sizeof(Candidate) * t->capacity);
-	}
-	t->out[t->count].tid = header->heap_tid;
-	t->out[t->count].distance = cvivf_distance(t->s->meta.metric, t->query, vector,
-											   t->s->meta.dimensions);
-	if (isnan(t->out[t->count].distance))
-		t->out[t->count].distance = INFINITY;
-	t->out[t->count].order = INT64_MAX / 2 + t->count;
-	t->count++;
-}
-
-static int
-compare_ranked_lists(const void *a, const void *b)
-{
-	const Candidate *x = a;
-	const Candidate *y = b;
-
-	if (x->distance != y->distance)
-		return x->distance < y->distance ? -1 : 1;
-	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
-}
-
-/* Rows inserted after the mirror into query q's probed lists. */
-static void
-collect_tails(BatchSearch *s, int q, const CvIvfMirrorAnswer *answer, TailCollect *t)
-{
-	int			lists = s->meta.lists;
-	Candidate  *ranked = palloc(sizeof(Candidate) * lists);
-	int			d = s->meta.dimensions;
-
-	t->query = s->queries + (Size) q * d;
-	for (int l = 0; l < lists; l++)
-	{
-		ranked[l].order = l;
-		ranked[l].distance = s->centroids == NULL ? 0 :
-			cvivf_centroid_distance(s->meta.metric, t->query, s->centroids + (Size) l * d, d);
-		if (isnan(ranked[l].distance))
-			ranked[l].distance = INFINITY;
-	}
-	qsort(ranked, lists, sizeof(Candidate), compare_ranked_lists);
-	for (int r = 0; r < Min(s->probes, lists); r++)
-	{
-		int			l = (int) ranked[r].order;
-		int64		mirrored = answer->offsets[l + 1] - answer->offsets[l];
-		CvIvfListEntry entry;
-
-		if (s->dir_tuples[l] <= mirrored)
-			continue;
-		cvivf_read_list_entry(s->index, &s->meta, l, &entry);
-		if (answer->ends[l] < 0)
-		{
-			t->skip_first = false;
-			if (BlockNumberIsValid(entry.first_block))
-				cvivf_scan_list(s->index, &s->meta, entry.first_block, false, NULL,
-								collect_tail_tuple, t);
-		}
-		else
-		{
-			t->skip_first = true;
-			cvivf_scan_list_from(s->index, &s->meta, (BlockNumber) (answer->ends[l] >> 32),
-								 (Size) (answer->ends[l] & 0xffffffff), false, NULL,
-								 collect_tail_tuple, t);
-		}
-	}
-	pfree(ranked);
-}
-
-static bool
-any_tail(const BatchSearch *s, const CvIvfMirrorAnswer *answer)
-{
-	for (uint32 l = 0; l < s->meta.lists; l++)
-		if (s->dir_tuples[l] > answer->offsets[l + 1] - answer->offsets[l])
-			return true;
-	return false;
-}
-
 /*
- * Query q's answer from the GPU's hits (width per query) and the tails:
- * false when the visible rows fall short while the probed lists may hold
- * more (the caller asks again with more hits).
+ * Query q's answer from the GPU's hits (width per query) and the rows
+ * inserted after the mirror: false when the visible rows fall short while
+ * the probed lists may hold more (the caller asks again with more hits).
  */
 static bool
-finish_query(BatchSearch *s, int q, const CvIvfMirrorAnswer *answer, int width, bool tails)
+finish_query(BatchSearch *s, int q, int in_batch, const CvIvfMirrorAnswer *answer, int width)
 {
-	TailCollect t = {0};
-	const CvGpuSearchHit *hits = answer->hits + (Size) q * width;
-	bool		exhausted = false;
+	CvIvfMirrorCandidate *candidates;
+	int			trusted;
+	bool		exhausted;
 
-	t.s = s;
-	t.capacity = width + 16;
-	t.out = palloc(sizeof(Candidate) * t.capacity);
-	for (int r = 0; r < width; r++)
-	{
-		if (hits[r].tid < 0)
-		{
-			exhausted = true;	/* the probed lists hold no more mirrored rows */
-			break;
-		}
-		ItemPointerSet(&t.out[t.count].tid, (BlockNumber) (hits[r].tid >> 16),
-					   (OffsetNumber) (hits[r].tid & 0xffff));
-		t.out[t.count].distance = hits[r].distance;
-		t.out[t.count].order = r;
-		t.count++;
-	}
-	if (tails)
-		collect_tails(s, q, answer, &t);
-	qsort(t.out, t.count, sizeof(Candidate), compare_candidates);
+	cvivf_mirror_merge(s->index, &s->meta, s->directory, s->centroids,
+					   s->queries + (Size) q * s->meta.dimensions, s->probes, answer, in_batch, width,
+					   &candidates, &trusted, &exhausted);
 	s->found[q] = 0;
-	for (int i = 0; i < t.count && s->found[q] < s->k; i++)
-	{
-		/* past the last hit, mirrored rows not fetched could come first */
-		if (!exhausted && t.out[i].distance > hits[width - 1].distance)
-			break;
-		if (row_visible(s, &t.out[i].tid))
+	for (int i = 0; i < trusted && s->found[q] < s->k; i++)
+		if (row_visible(s, &candidates[i].tid))
 		{
 			int64		at = (int64) q * s->k + s->found[q]++;
 
-			s->tids[at] = t.out[i].tid;
-			s->distances[at] = t.out[i].distance;
+			s->tids[at] = candidates[i].tid;
+			s->distances[at] = candidates[i].distance;
 		}
-	}
-	pfree(t.out);
+	pfree(candidates);
 	return s->found[q] == s->k || exhausted;
 }
 
@@ -356,7 +216,6 @@ search_batch(BatchSearch *s, int first, int nq, int width, bool *need_more)
 {
 	CvIvfMirrorAnswer answer;
 	CvGpuError	error = {0};
-	bool		tails;
 
 	answer.ends = palloc(sizeof(int64) * s->meta.lists);
 	answer.offsets = palloc(sizeof(int64) * (s->meta.lists + 1));
@@ -371,10 +230,9 @@ search_batch(BatchSearch *s, int first, int nq, int width, bool *need_more)
 		cv_gpu_count_fallback();
 		return false;
 	}
-	tails = any_tail(s, &answer);
 	for (int q = 0; q < nq; q++)
 	{
-		need_more[first + q] = !finish_query(s, first + q, &answer, width, tails);
+		need_more[first + q] = !finish_query(s, first + q, q, &answer, width);
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(answer.ends);
@@ -394,14 +252,8 @@ search_on_gpu(BatchSearch *s)
 
 	if (batch < 1)
 		return false;
-	s->dir_tuples = palloc(sizeof(int64) * s->meta.lists);
-	for (uint32 l = 0; l < s->meta.lists; l++)
-	{
-		CvIvfListEntry entry;
-
-		cvivf_read_list_entry(s->index, &s->meta, l, &entry);
-		s->dir_tuples[l] = (int64) entry.tuples;
-	}
+	s->directory = palloc(sizeof(CvIvfListEntry) * s->meta.lists);
+	cvivf_read_directory(s->index, &s->meta, s->directory);
 	s->centroids = (s->meta.flags & CVIVF_META_NO_CENTROIDS) ? NULL :
 		cvivf_get_centroids(s->index, &s->meta, &owned);
 	for (int first = 0; first < s->nq; first += batch)

@@ -190,7 +190,7 @@ CREATE TABLE truth AS SELECT q.qid, t.id FROM queries q,
 sub recall
 {
 	my ($index_hint) = @_;
-	return sql(qq{SET enable_seqscan = off; SET cvivf.probes = 4;
+	return sql(qq{SET clustervec.gpu = off; SET enable_seqscan = off; SET clustervec.probes = 4;
 SELECT round(avg(hit)::numeric, 3) FROM (
 	SELECT (SELECT count(*) FROM truth t WHERE t.qid = q.qid AND t.id IN
 	           (SELECT id FROM items ORDER BY v <-> q.v LIMIT 10)) / 10.0 AS hit
@@ -218,12 +218,14 @@ sql('DROP INDEX items_bf16');
 # one-at-a-time index scans: the reference cvsearch must equal
 sub one_at_a_time
 {
-	my ($k, $probes, $where) = @_;
+	my ($k, $probes, $where, $mode, $filter) = @_;
 	$where //= 'qid <= 40';
-	return sql(qq{SET clustervec.gpu = off; SET enable_seqscan = off; SET cvivf.probes = $probes;
+	$mode //= 'off';
+	$filter = $filter ? "WHERE $filter" : '';
+	return sql(qq{SET clustervec.gpu = $mode; SET enable_seqscan = off; SET clustervec.probes = $probes;
 SELECT string_agg(concat_ws(' ', qid, r, id, round(d::numeric, 9)), ',' ORDER BY qid, r) FROM (
 	SELECT q.qid, row_number() OVER (PARTITION BY q.qid ORDER BY x.d, x.id) AS r, x.id, x.d
-	FROM queries q, LATERAL (SELECT id, v <-> q.v AS d FROM items ORDER BY v <-> q.v LIMIT $k) x
+	FROM queries q, LATERAL (SELECT id, v <-> q.v AS d FROM items $filter ORDER BY v <-> q.v LIMIT $k) x
 	WHERE $where) s});
 }
 
@@ -270,6 +272,20 @@ ok(defined wait_for(
 	'a miss after VACUUM mirrors the new generation in the background');
 is(sql(q{SELECT count(*) FROM clustervec_gpu_mirrors()}), '1', 'the stale mirror is gone');
 is(batch('require', 10, 4), one_at_a_time(10, 4), 'and the new mirror answers as the scans do');
+
+# index scans (ORDER BY ... LIMIT) over the mirror: the same rows as the CPU scan
+$searches0 = info('searches');
+is(one_at_a_time(10, 4, undef, 'require'), one_at_a_time(10, 4), 'index scans over the mirror: LIMIT 10');
+cmp_ok(info('searches'), '>', $searches0, 'the GPU served the index scans');
+is(one_at_a_time(300, 8, 'qid <= 5', 'require'), one_at_a_time(300, 8, 'qid <= 5'),
+	'LIMIT 300: the scan asks the worker again for more rows');
+is(one_at_a_time(1500, 32, 'qid <= 3', 'require'), one_at_a_time(1500, 32, 'qid <= 3'),
+	'LIMIT 1500: past what the worker serves the CPU continues without repeating a row');
+is(one_at_a_time(10, 1, 'qid <= 10', 'require', 'c = 17'), one_at_a_time(10, 1, 'qid <= 10', 'off', 'c = 17'),
+	'a filtered scan goes on with the next lists after the probed ones');
+sql(q{INSERT INTO items SELECT 3000000 + qid, -2, v FROM queries WHERE qid <= 40});
+is(one_at_a_time(10, 4, undef, 'require'), one_at_a_time(10, 4),
+	'index scans find rows inserted after the mirror');
 
 # errors
 ($rc, $out, $err) = $node->psql('postgres', q{SELECT * FROM cvsearch('items_pkey', ARRAY['[1,2]'::cvec], 5)},

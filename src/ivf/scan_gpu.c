@@ -1,0 +1,165 @@
+/*
+ * scan_gpu.c: ordered index scans over the index's mirror in the GPU worker.
+ *
+ * The access method is not told the LIMIT, so the scan asks the worker for
+ * the best 64 rows of the probed lists, returns them (merged with rows
+ * inserted after the mirror), and asks again for four times as many when
+ * the executor wants more, skipping what it returned: the answers are
+ * deterministic, so a larger answer starts with the smaller one.  Past the
+ * worker's largest answer, or when the worker fails, the CPU scan takes
+ * over and skips the rows returned already; when the probed lists run out,
+ * an iterative scan continues with the next lists on the CPU.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "clustervec_cuda.h"
+#include "ivf/mirror.h"
+#include "ivf/scan_gpu.h"
+#include "worker/protocol.h"
+#include "worker/worker.h"
+
+#define FIRST_WIDTH 64
+
+struct CvIvfGpuScan
+{
+	Relation	index;
+	const CvIvfMetaPageData *meta;
+	const float *query;
+	int			probes;
+	int			mirror;
+	CvGpuMirrorKey key;
+	CvIvfListEntry *directory;
+	const float *centroids;
+	int			width;			/* hits asked for last */
+	CvIvfMirrorCandidate *candidates;
+	int			trusted;
+	bool		exhausted;
+	int			next;			/* candidates returned so far */
+	double		last_distance;
+	ItemPointerData *ties;		/* returned rows at last_distance */
+	int			tie_count;
+	int			tie_capacity;
+};
+
+CvIvfGpuScan *
+cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float *query,
+					 int probes)
+{
+	CvIvfGpuScan *scan;
+	CvGpuMirrorKey key;
+	int			mirror;
+	bool		owned;
+
+	if ((meta->flags & CVIVF_META_NO_CENTROIDS) || !cv_gpu_should_use())
+		return NULL;
+	cvivf_mirror_key(index, meta, &key);
+	mirror = cvivf_mirror_find(&key);
+	if (mirror < 0)
+	{
+		cvivf_mirror_request(index, &key);
+		return NULL;
+	}
+	scan = palloc0(sizeof(CvIvfGpuScan));
+	scan->index = index;
+	scan->meta = meta;
+	scan->query = query;
+	scan->probes = Min(probes, (int) meta->lists);
+	scan->mirror = mirror;
+	scan->key = key;
+	scan->directory = palloc(sizeof(CvIvfListEntry) * meta->lists);
+	cvivf_read_directory(index, meta, scan->directory);
+	scan->centroids = cvivf_get_centroids(index, meta, &owned);
+	scan->last_distance = -INFINITY;
+	scan->tie_capacity = 16;
+	scan->ties = palloc(sizeof(ItemPointerData) * scan->tie_capacity);
+	return scan;
+}
+
+/* Asks the worker for the best width rows; false when it failed. */
+static bool
+fetch(CvIvfGpuScan *scan, int width)
+{
+	CvIvfMirrorAnswer answer;
+	CvGpuError	error = {0};
+	bool		ok;
+
+	answer.ends = palloc(sizeof(int64) * scan->meta->lists);
+	answer.offsets = palloc(sizeof(int64) * (scan->meta->lists + 1));
+	answer.hits = palloc(sizeof(CvGpuSearchHit) * width);
+	ok = cvivf_mirror_search(scan->mirror, &scan->key, scan->query, 1, width, scan->probes,
+							 &answer, &error);
+	if (ok)
+	{
+		if (scan->candidates)
+			pfree(scan->candidates);
+		cvivf_mirror_merge(scan->index, scan->meta, scan->directory, scan->centroids,
+						   scan->query, scan->probes, &answer, 0, width, &scan->candidates,
+						   &scan->trusted, &scan->exhausted);
+		scan->width = width;
+	}
+	else if (cv_gpu_mode == CV_GPU_REQUIRE)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("the GPU worker failed an index scan: %s", error.message)));
+	else
+		cv_gpu_count_fallback();
+	pfree(answer.ends);
+	pfree(answer.offsets);
+	pfree(answer.hits);
+	return ok;
+}
+
+static void
+remember(CvIvfGpuScan *scan, ItemPointer tid, double distance)
+{
+	if (distance != scan->last_distance)
+	{
+		scan->last_distance = distance;
+		scan->tie_count = 0;
+	}
+	if (scan->tie_count == scan->tie_capacity)
+	{
+		scan->tie_capacity *= 2;
+		scan->ties = repalloc(scan->ties, sizeof(ItemPointerData) * scan->tie_capacity);
+	}
+	scan->ties[scan->tie_count++] = *tid;
+}
+
+CvIvfGpuScanResult
+cvivf_gpu_scan_next(CvIvfGpuScan *scan, ItemPointer tid, double *distance)
+{
+	if (scan->width == 0)
+	{
+		if (!fetch(scan, FIRST_WIDTH))
+			return CVIVF_GPU_GIVE_UP;
+		pg_atomic_fetch_add_u64(&cv_gpu_shared->search_gpu_calls, 1);
+	}
+	while (scan->next >= scan->trusted)
+	{
+		if (scan->exhausted)
+			return CVIVF_GPU_LISTS_DONE;
+		if (scan->width >= CVCUDA_SEARCH_MAX_K ||
+			!fetch(scan, Min(CVCUDA_SEARCH_MAX_K, scan->width * 4)))
+			return CVIVF_GPU_GIVE_UP;
+	}
+	*tid = scan->candidates[scan->next].tid;
+	*distance = scan->candidates[scan->next].distance;
+	scan->next++;
+	remember(scan, tid, *distance);
+	return CVIVF_GPU_ROW;
+}
+
+bool
+cvivf_gpu_scan_returned(const CvIvfGpuScan *scan, ItemPointer tid, double distance)
+{
+	if (distance < scan->last_distance)
+		return true;
+	if (distance > scan->last_distance)
+		return false;
+	for (int i = 0; i < scan->tie_count; i++)
+		if (ItemPointerEquals(&scan->ties[i], tid))
+			return true;
+	return false;
+}
