@@ -12,6 +12,7 @@
 #include "compat.h"
 #include "ivf/ivf.h"
 #include "worker/worker.h"
+#include "ivf/mirror.h"
 #include "math/distance.h"
 
 PG_MODULE_MAGIC;
@@ -70,7 +71,10 @@ _PG_init(void)
 	cv_health_define_settings();
 	cv_gpu_define_settings();
 	if (process_shared_preload_libraries_in_progress)
+	{
 		cv_gpu_preload();
+		cvivf_mirror_install_hooks();
+	}
 	MarkGUCPrefixReserved("clustervec");
 }
 

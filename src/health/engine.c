@@ -124,6 +124,27 @@ add_cluster(HealthRun *run, Datum label, int64 *capacity)
 typedef void (*ChunkHandler) (HealthRun *run, Chunk *chunk);
 
 /*
+ * Members per chunk: clustervec.health_memory; on the GPU also at most a
+ * quarter of the device memory free now (the members, a centred copy and
+ * the per-member scratch of the pairwise pass must fit beside the mirrors).
+ */
+static Size
+chunk_bytes(const HealthRun *run)
+{
+	Size		bytes = (Size) cv_health_memory_kb * 1024;
+	uint64		free_bytes;
+
+	if (!run->use_gpu || cv_gpu_shared == NULL)
+		return bytes;
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	free_bytes = cv_gpu_shared->memory_free;
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	if (free_bytes > 0)
+		bytes = Min(bytes, (Size) (free_bytes / 4));
+	return Max(bytes, (Size) 1024 * 1024);
+}
+
+/*
  * Reads the sorted rows once, handing chunks of whole clusters (at most
  * memory_bytes of members, or one larger cluster) to handler.  In pass 1
  * (record_labels) it also records the clusters.
@@ -132,7 +153,7 @@ static void
 for_each_chunk(HealthRun *run, bool record_labels, ChunkHandler handler)
 {
 	HealthInput *input = &run->input;
-	Size		memory_bytes = (Size) cv_health_memory_kb * 1024;
+	Size		memory_bytes = chunk_bytes(run);
 	int			d = input->dimensions;
 	Chunk		chunk = {0};
 	int64		capacity = 64;

@@ -15,6 +15,8 @@
 #include <math.h>
 
 #include "access/relation.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/snapmgr.h"
@@ -94,7 +96,7 @@ static bool
 bare_request(int opcode, int64 arg, int64 *result, CvGpuError *error)
 {
 	CvGpuRequest request;
-	int64		args[1] = {arg};
+	int64		args[2] = {arg, 0};
 	bool		ok;
 
 	if (!cv_gpu_begin(&request, opcode, false))
@@ -103,7 +105,7 @@ bare_request(int opcode, int64 arg, int64 *result, CvGpuError *error)
 		strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
 		return false;
 	}
-	ok = cv_gpu_run(&request, args, 1, 0, error, NULL);
+	ok = cv_gpu_run(&request, args, 2, 0, error, NULL);
 	if (ok && result)
 		*result = cv_gpu_shared->slots[request.slot].result[0];
 	cv_gpu_end(&request);
@@ -515,4 +517,49 @@ cvivf_mirror_merge(Relation index, const CvIvfMetaPageData *meta,
 			}
 	}
 	*candidates = t.out;
+}
+
+/* DROP INDEX (and DROP TABLE, DROP SCHEMA ...): the index's mirrors go too. */
+static object_access_hook_type previous_object_access = NULL;
+
+static void
+drop_mirrors_of(Oid indexid)
+{
+	CvGpuMirrorInfo copy[CV_GPU_MAX_MIRRORS];
+
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	memcpy(copy, cv_gpu_shared->mirrors, sizeof(copy));
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
+		if (copy[m].state == CV_MIRROR_READY && copy[m].key.database == MyDatabaseId &&
+			copy[m].key.index == indexid)
+		{
+			CvGpuRequest request;
+			CvGpuError	ignored;
+			int64		args[2] = {m, copy[m].key.relfilenode};
+
+			/* a failed drop leaves the mirror to the LRU eviction */
+			if (!cv_gpu_begin(&request, CV_OP_MIRROR_DROP, false))
+				return;
+			(void) cv_gpu_run(&request, args, 2, 0, &ignored, NULL);
+			cv_gpu_end(&request);
+		}
+}
+
+static void
+mirror_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id,
+					 void *arg)
+{
+	if (previous_object_access)
+		previous_object_access(access, class_id, object_id, sub_id, arg);
+	if (access == OAT_DROP && class_id == RelationRelationId && sub_id == 0 &&
+		cv_gpu_worker_ready())
+		drop_mirrors_of(object_id);
+}
+
+void
+cvivf_mirror_install_hooks(void)
+{
+	previous_object_access = object_access_hook;
+	object_access_hook = mirror_object_access;
 }

@@ -26,6 +26,9 @@ extern int	cvivf_mirror_find(const CvGpuMirrorKey *key);
  */
 extern bool cvivf_mirror_upload(Relation index, CvGpuError *error);
 
+/* Installs the hook that drops an index's mirrors with the index (from _PG_init). */
+extern void cvivf_mirror_install_hooks(void);
+
 /* Asks a background worker to upload the index's mirror (at most once per generation). */
 extern void cvivf_mirror_request(Relation index, const CvGpuMirrorKey *key);
 

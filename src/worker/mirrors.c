@@ -296,6 +296,7 @@ mirror_commit(CvGpuSlot *slot, CvCudaError *err, const char **bad)
 	return CVCUDA_OK;
 }
 
+/* args: mirror, and its relfilenode (0: any), so a reused number is left alone. */
 static CvCudaStatus
 mirror_drop(CvGpuSlot *slot, const char **bad)
 {
@@ -306,7 +307,8 @@ mirror_drop(CvGpuSlot *slot, const char **bad)
 		*bad = "no such mirror";
 		return CVCUDA_INVALID_ARGUMENT;
 	}
-	free_mirror((int) m);
+	if (slot->args[1] == 0 || cv_gpu_shared->mirrors[m].key.relfilenode == (Oid) slot->args[1])
+		free_mirror((int) m);
 	return CVCUDA_OK;
 }
 

@@ -287,6 +287,22 @@ sql(q{INSERT INTO items SELECT 3000000 + qid, -2, v FROM queries WHERE qid <= 40
 is(one_at_a_time(10, 4, undef, 'require'), one_at_a_time(10, 4),
 	'index scans find rows inserted after the mirror');
 
+# clustervec.gpu_memory_limit: the least recently used mirror makes room
+sql(q{SET clustervec.gpu = off; CREATE INDEX items_second ON items USING cvivf (v cvec_l2_ops) WITH (lists = 16)});
+sql(q{ALTER SYSTEM SET clustervec.gpu_memory_limit = 4; SELECT pg_reload_conf()});
+sleep(2);
+is(sql(q{SET clustervec.gpu = require; SELECT clustervec_gpu_warm('items_gpu'), clustervec_gpu_warm('items_second')}),
+	't|t', 'both indexes mirrored in turn under a 4 MB limit');
+is(sql(q{SELECT string_agg(index::text, ',') FROM clustervec_gpu_mirrors()}), 'items_second',
+	'the least recently used mirror was evicted for the new one');
+is(one_at_a_time(10, 4, undef, 'auto'), one_at_a_time(10, 4), 'scans of the evicted index still answer (CPU)');
+sql(q{ALTER SYSTEM RESET clustervec.gpu_memory_limit; SELECT pg_reload_conf()});
+sleep(2);
+is(sql(q{SET clustervec.gpu = require; SELECT clustervec_gpu_warm('items_gpu')}), 't', 'warm again');
+sql('DROP INDEX items_second');
+is(sql(q{SELECT string_agg(index::text, ',') FROM clustervec_gpu_mirrors()}), 'items_gpu',
+	'DROP INDEX drops its mirror');
+
 # errors
 ($rc, $out, $err) = $node->psql('postgres', q{SELECT * FROM cvsearch('items_pkey', ARRAY['[1,2]'::cvec], 5)},
 	stdout => \$out, stderr => \$err);
