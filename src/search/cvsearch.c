@@ -182,12 +182,16 @@ search_on_cpu(BatchSearch *s, int q)
 	pfree(query);
 }
 
-/*
- * Query q's answer from the GPU's hits (width per query) and the rows
- * inserted after the mirror: false when the visible rows fall short while
- * the probed lists may hold more (the caller asks again with more hits).
- */
-static bool
+/* What a query needs after an answer. */
+typedef enum QueryState
+{
+	QUERY_DONE = 0,
+	QUERY_WIDER,				/* hidden rows used up the hits: ask for more */
+	QUERY_ON_CPU				/* the probed lists ran short: the iterative scan goes on */
+} QueryState;
+
+/* Query q's answer from the GPU's hits (width per query) and the rows inserted after the mirror. */
+static QueryState
 finish_query(BatchSearch *s, int q, int in_batch, const CvIvfMirrorAnswer *answer, int width)
 {
 	CvIvfMirrorCandidate *candidates;
@@ -207,12 +211,18 @@ finish_query(BatchSearch *s, int q, int in_batch, const CvIvfMirrorAnswer *answe
 			s->distances[at] = candidates[i].distance;
 		}
 	pfree(candidates);
-	return s->found[q] == s->k || exhausted;
+	if (s->found[q] == s->k)
+		return QUERY_DONE;
+	if (!exhausted)
+		return QUERY_WIDER;
+	/* as the index scan: more lists while rows are wanted, when iterative */
+	return cvivf_iterative_scan == CVIVF_ITERATIVE_OFF || s->probes >= (int) s->meta.lists ?
+		QUERY_DONE : QUERY_ON_CPU;
 }
 
-/* Answers a batch of queries [first, first + nq) with width hits each; false: the mirror is gone. */
+/* Answers queries [first, first + nq) with width hits each; false: the worker failed. */
 static bool
-search_batch(BatchSearch *s, int first, int nq, int width, bool *need_more)
+search_batch(BatchSearch *s, int first, int nq, int width, QueryState *states)
 {
 	CvIvfMirrorAnswer answer;
 	CvGpuError	error = {0};
@@ -232,7 +242,7 @@ search_batch(BatchSearch *s, int first, int nq, int width, bool *need_more)
 	}
 	for (int q = 0; q < nq; q++)
 	{
-		need_more[first + q] = !finish_query(s, first + q, q, &answer, width);
+		states[first + q] = finish_query(s, first + q, q, &answer, width);
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(answer.ends);
@@ -241,13 +251,17 @@ search_batch(BatchSearch *s, int first, int nq, int width, bool *need_more)
 	return true;
 }
 
-/* The GPU path: batches, then single queries asked again with more hits; false: use the CPU. */
+/*
+ * The GPU path: batches, then the queries whose hidden rows used up their
+ * hits asked again with four times as many; false: the worker failed and
+ * the CPU answers everything.
+ */
 static bool
 search_on_gpu(BatchSearch *s)
 {
 	int			width = Min(CVCUDA_SEARCH_MAX_K, Max(2 * s->k, s->k + 16));
 	int			batch = cvivf_mirror_batch_queries(s->meta.lists, s->meta.dimensions, width);
-	bool	   *need_more = palloc0(sizeof(bool) * s->nq);
+	QueryState *states = palloc0(sizeof(QueryState) * s->nq);
 	bool		owned;
 
 	if (batch < 1)
@@ -257,30 +271,22 @@ search_on_gpu(BatchSearch *s)
 	s->centroids = (s->meta.flags & CVIVF_META_NO_CENTROIDS) ? NULL :
 		cvivf_get_centroids(s->index, &s->meta, &owned);
 	for (int first = 0; first < s->nq; first += batch)
-		if (!search_batch(s, first, Min(batch, s->nq - first), width, need_more))
+		if (!search_batch(s, first, Min(batch, s->nq - first), width, states))
 			return false;
 	for (int q = 0; q < s->nq; q++)
 	{
 		int			more = width;
-		bool		again[1] = {need_more[q]};
 
-		while (again[0] && more < CVCUDA_SEARCH_MAX_K)
+		while (states[q] == QUERY_WIDER && more < CVCUDA_SEARCH_MAX_K &&
+			   cvivf_mirror_batch_queries(s->meta.lists, s->meta.dimensions,
+										  Min(CVCUDA_SEARCH_MAX_K, more * 4)) >= 1)
 		{
 			more = Min(CVCUDA_SEARCH_MAX_K, more * 4);
-			if (cvivf_mirror_batch_queries(s->meta.lists, s->meta.dimensions, more) < 1)
-				break;
-			/* search_batch indexes need_more by query number */
-			{
-				bool	   *slot = palloc0(sizeof(bool) * s->nq);
-
-				if (!search_batch(s, q, 1, more, slot))
-					return false;
-				again[0] = slot[q];
-				pfree(slot);
-			}
+			if (!search_batch(s, q, 1, more, states))
+				return false;
 		}
-		if (again[0])
-			search_on_cpu(s, q);	/* relaxed probing, as the index scan does */
+		if (states[q] != QUERY_DONE)
+			search_on_cpu(s, q);
 	}
 	pg_atomic_fetch_add_u64(&cv_gpu_shared->search_gpu_calls, 1);
 	return true;

@@ -253,6 +253,8 @@ my $searches0 = info('searches');
 is(batch('require', 10, 4), $want, 'cvsearch over the mirror equals one-at-a-time index scans');
 cmp_ok(info('searches'), '>', $searches0, 'the GPU served cvsearch');
 is(batch('require', 50, 8), one_at_a_time(50, 8), 'k = 50, 8 probes: equal too');
+is(batch('require', 600, 1, 'qid <= 5'), one_at_a_time(600, 1, 'qid <= 5'),
+	'k beyond the rows of the probed list: the next lists, as the iterative index scan');
 
 # rows inserted after the mirror, some right at the queries
 sql(q{INSERT INTO items SELECT 1000000 + qid, -1, v FROM queries WHERE qid % 3 = 0;
