@@ -14,89 +14,21 @@
  *
  * Usage: health_pairwise_test path/to/library.so [--require-device] [--seed N]
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clustervec_cuda.h"
 #include "distance.h"
+#include "harness.h"
 #include "health.h"
+#include "health_library.h"
 
-typedef CvCudaStatus (*InitFn) (int, CvCudaDeviceInfo *, CvCudaError *);
-typedef CvCudaStatus (*AllocFn) (size_t, CvCudaBuffer **, CvCudaError *);
-typedef void (*FreeFn) (CvCudaBuffer *);
-typedef CvCudaStatus (*WriteFn) (CvCudaBuffer *, size_t, const void *, size_t, CvCudaError *);
-typedef CvCudaStatus (*ReadFn) (const CvCudaBuffer *, size_t, void *, size_t, CvCudaError *);
-typedef CvCudaStatus (*CentroidFn) (const CvCudaBuffer *, const CvCudaBuffer *, long long, int,
-									const CvHealthParams *, CvCudaBuffer *, CvCudaBuffer *,
-									CvCudaError *);
-typedef CvCudaStatus (*TableFn) (CvCudaCentroidSet *, CvCudaError *);
-typedef CvCudaStatus (*MembersFn) (const CvCudaBuffer *, const CvCudaBuffer *, long long,
-								   long long, const CvCudaCentroidSet *, const CvHealthParams *,
-								   CvCudaBuffer *, CvCudaError *);
-typedef void (*TimingsFn) (double *);
-
-typedef struct Library
-{
-	InitFn		init;
-	AllocFn		alloc;
-	FreeFn		free;
-	WriteFn		write;
-	ReadFn		read;
-	CentroidFn	centroid;
-	TableFn		table;
-	MembersFn	members;
-	TimingsFn	timings;
-} Library;
-
-static int	passed = 0;
-static int	failed = 0;
 static int	exempt_twomeans = 0;
 static int	band_used = 0;
-
-/* Counts one check, printing what failed. */
-static int
-check(int ok, const char *format,...)
-{
-	va_list		args;
-
-	if (ok)
-	{
-		passed++;
-		return 1;
-	}
-	failed++;
-	printf("FAILED: ");
-	va_start(args, format);
-	vprintf(format, args);
-	va_end(args);
-	printf("\n");
-	return 0;
-}
-
-/* splitmix64. */
-static uint64_t
-next_random(uint64_t *state)
-{
-	uint64_t	z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1). */
-static double
-unit_random(uint64_t *state)
-{
-	return (double) (next_random(state) >> 11) * 0x1.0p-53;
-}
 
 /* Standard normal (Box-Muller). */
 static double
@@ -802,65 +734,20 @@ run_case(const Library *lib, const Case *cs, uint64_t seed)
 int
 main(int argc, char **argv)
 {
-	void	   *handle;
+	HarnessArgs args = harness_args(argc, argv);
 	Library		lib;
-	CvCudaError err;
-	CvCudaStatus status;
-	int			require = 0;
-	uint64_t	seed = (uint64_t) time(NULL);
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int i = 2; i < argc; i++)
-		if (strcmp(argv[i], "--require-device") == 0)
-			require = 1;
-		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 10);
-	printf("health_pairwise_test seed %llu\n", (unsigned long long) seed);
+	printf("health_pairwise_test seed %llu\n", (unsigned long long) args.seed);
 	cv_simd_use(cv_simd_best());	/* the reference's fastest kernels */
-	if (argc < 2 || (handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) == NULL)
-	{
-		fprintf(stderr, "cannot open library: %s\n", argc < 2 ? "no path" : dlerror());
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	{
-		const char *(*backend) (void) = (const char *(*) (void)) dlsym(handle, "cvcuda_backend_name");
-
-		if (backend == NULL || strcmp(backend(), "cuda") != 0)
-			size_cap = 5000;
-	}
-	lib.init = (InitFn) dlsym(handle, "cvcuda_init");
-	lib.alloc = (AllocFn) dlsym(handle, "cvcuda_buffer_alloc");
-	lib.free = (FreeFn) dlsym(handle, "cvcuda_buffer_free");
-	lib.write = (WriteFn) dlsym(handle, "cvcuda_buffer_write");
-	lib.read = (ReadFn) dlsym(handle, "cvcuda_buffer_read");
-	lib.centroid = (CentroidFn) dlsym(handle, "cvcuda_health_centroid");
-	lib.table = (TableFn) dlsym(handle, "cvcuda_health_neighbour_table");
-	lib.members = (MembersFn) dlsym(handle, "cvcuda_health_members");
-	lib.timings = (TimingsFn) dlsym(handle, "cvcuda_health_timings");
-	if (!lib.init || !lib.alloc || !lib.free || !lib.write || !lib.read || !lib.centroid ||
-		!lib.table || !lib.members || !lib.timings)
-	{
-		printf("the library lacks a health entry point of ABI %d\n", CVCUDA_ABI_VERSION);
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	status = lib.init(0, NULL, &err);
-	if (status == CVCUDA_NO_DEVICE && !require)
-	{
-		printf("no device (%s): device tests skipped\n", err.message);
-		printf("%d passed, %d failed, 1 skipped\n", passed, failed);
-		return 0;
-	}
-	if (!check(status == CVCUDA_OK, "init device 0: %s", err.message))
-	{
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
+	health_open(&args, &lib);
+	/* the CPU shim's pairwise family needs minutes past a few thousand members */
+	if (strcmp(lib.backend_name(), "cuda") != 0)
+		size_cap = 5000;
+	harness_init_device(&args, lib.init, NULL, "device tests");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		run_case(&lib, &cases[i], seed + 1000 * i);
+		run_case(&lib, &cases[i], args.seed + 1000 * i);
 	printf("two-means near ties exempted: %d; threshold bands consulted: %d\n",
 		   exempt_twomeans, band_used);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return harness_finish();
 }

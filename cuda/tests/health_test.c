@@ -17,48 +17,16 @@
  *
  * Usage: health_test path/to/library.so [--require-device] [--seed N]
  */
-#include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clustervec_cuda.h"
-
-typedef int (*AbiFn) (void);
-typedef const char *(*NameFn) (void);
-typedef CvCudaStatus (*InitFn) (int, CvCudaDeviceInfo *, CvCudaError *);
-typedef CvCudaStatus (*AllocFn) (size_t, CvCudaBuffer **, CvCudaError *);
-typedef void (*FreeFn) (CvCudaBuffer *);
-typedef CvCudaStatus (*WriteFn) (CvCudaBuffer *, size_t, const void *, size_t, CvCudaError *);
-typedef CvCudaStatus (*ReadFn) (const CvCudaBuffer *, size_t, void *, size_t, CvCudaError *);
-typedef CvCudaStatus (*CentroidFn) (const CvCudaBuffer *, const CvCudaBuffer *, long long, int,
-									const CvHealthParams *, CvCudaBuffer *, CvCudaBuffer *,
-									CvCudaError *);
-typedef CvCudaStatus (*TableFn) (CvCudaCentroidSet *, CvCudaError *);
-typedef CvCudaStatus (*MembersFn) (const CvCudaBuffer *, const CvCudaBuffer *, long long,
-								   long long, const CvCudaCentroidSet *, const CvHealthParams *,
-								   CvCudaBuffer *, CvCudaError *);
-typedef void (*TimingsFn) (double *);
-
-typedef struct Library
-{
-	AbiFn		abi_version;
-	NameFn		backend_name;
-	InitFn		init;
-	AllocFn		alloc;
-	FreeFn		free;
-	WriteFn		write;
-	ReadFn		read;
-	CentroidFn	centroid;
-	TableFn		table;
-	MembersFn	members;
-	TimingsFn	timings;
-} Library;
+#include "harness.h"
+#include "health_library.h"
 
 /* A chunk of clusters in CSR form, on the host. */
 typedef struct Data
@@ -80,51 +48,7 @@ typedef struct Result
 	double	   *db_ratio;		/* k */
 } Result;
 
-static int	passed = 0;
-static int	failed = 0;
 static int	exempt_split = 0;
-
-/* Counts one check, printing what failed. */
-static int
-check(int ok, const char *fmt,...)
-	__attribute__((format(printf, 2, 3)));
-
-static int
-check(int ok, const char *fmt,...)
-{
-	va_list		args;
-
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAILED: ");
-		va_start(args, fmt);
-		vprintf(fmt, args);
-		va_end(args);
-		printf("\n");
-	}
-	return ok;
-}
-
-/* splitmix64: the test's PRNG, so a printed seed reproduces a run anywhere. */
-static uint64_t
-next_random(uint64_t *state)
-{
-	uint64_t	z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-/* A double in [-1, 1). */
-static double
-uniform(uint64_t *state)
-{
-	return (double) (next_random(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-}
 
 /* Cluster kinds of the generator. */
 typedef enum Kind
@@ -1063,25 +987,6 @@ run_argument_checks(const Library *lib, const CvHealthParams *params)
 #undef EXPECT_INVALID
 }
 
-/* The library's entry points; 0 when one is missing. */
-static int
-resolve_all(void *handle, Library *lib)
-{
-	lib->abi_version = (AbiFn) dlsym(handle, "cvcuda_abi_version");
-	lib->backend_name = (NameFn) dlsym(handle, "cvcuda_backend_name");
-	lib->init = (InitFn) dlsym(handle, "cvcuda_init");
-	lib->alloc = (AllocFn) dlsym(handle, "cvcuda_buffer_alloc");
-	lib->free = (FreeFn) dlsym(handle, "cvcuda_buffer_free");
-	lib->write = (WriteFn) dlsym(handle, "cvcuda_buffer_write");
-	lib->read = (ReadFn) dlsym(handle, "cvcuda_buffer_read");
-	lib->centroid = (CentroidFn) dlsym(handle, "cvcuda_health_centroid");
-	lib->table = (TableFn) dlsym(handle, "cvcuda_health_neighbour_table");
-	lib->members = (MembersFn) dlsym(handle, "cvcuda_health_members");
-	lib->timings = (TimingsFn) dlsym(handle, "cvcuda_health_timings");
-	return lib->abi_version && lib->backend_name && lib->init && lib->alloc && lib->free &&
-		lib->write && lib->read && lib->centroid && lib->table && lib->members && lib->timings;
-}
-
 /* The mixed chunk: sizes 1, 2, 17, 1000 and the degenerate clusters at d = 1024. */
 static void
 run_mixed(const Library *lib, const CvHealthParams *params, uint64_t *state)
@@ -1144,55 +1049,23 @@ run_single(const Library *lib, const CvHealthParams *params, uint64_t *state)
 int
 main(int argc, char **argv)
 {
-	void	   *handle;
+	HarnessArgs args = harness_args(argc, argv);
 	Library		lib;
 	CvCudaDeviceInfo info;
-	CvCudaError err;
-	CvCudaStatus status;
-	int			require = 0;
-	uint64_t	seed = (uint64_t) time(NULL);
 	uint64_t	state;
 	CvHealthParams params = {2.0, 0.95, 5, 256, 20, 2000};
 	CvHealthParams params3 = {1.0, 0.9, 3, 64, 10, 100};
 
-	for (int i = 2; i < argc; i++)
-		if (strcmp(argv[i], "--require-device") == 0)
-			require = 1;
-		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 10);
-	printf("health_test seed %llu\n", (unsigned long long) seed);
-	if (argc < 2 || (handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) == NULL)
-	{
-		fprintf(stderr, "cannot open library: %s\n", argc < 2 ? "no path" : dlerror());
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	if (!resolve_all(handle, &lib))
-	{
-		printf("the library lacks an entry point of ABI %d\n", CVCUDA_ABI_VERSION);
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
+	printf("health_test seed %llu\n", (unsigned long long) args.seed);
+	health_open(&args, &lib);
 	check(lib.abi_version() == CVCUDA_ABI_VERSION, "ABI version");
 	printf("backend: %s\n", lib.backend_name());
-	status = lib.init(0, &info, &err);
-	if (status == CVCUDA_NO_DEVICE && !require)
-	{
-		printf("no device (%s): device tests skipped\n", err.message);
-		printf("%d passed, %d failed, 1 skipped\n", passed, failed);
-		return failed ? 1 : 0;
-	}
-	if (!check(status == CVCUDA_OK, "init device 0: %s", err.message))
-	{
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
+	harness_init_device(&args, lib.init, &info, "device tests");
 	run_argument_checks(&lib, &params);
-	state = seed;
+	state = args.seed;
 	run_mixed(&lib, &params, &state);
 	run_many(&lib, &params3, &state);
 	run_single(&lib, &params, &state);
 	printf("two-means near-ties exempted: %d clusters\n", exempt_split);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return harness_finish();
 }

@@ -17,7 +17,6 @@
  *
  * Usage: ivf_search_test path/to/library.so [--require-device] [--seed N]
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,11 +26,8 @@
 
 #include "clustervec_cuda.h"
 #include "distance.h"
+#include "harness.h"
 
-typedef CvCudaStatus (*InitFn) (int, CvCudaDeviceInfo *, CvCudaError *);
-typedef CvCudaStatus (*AllocFn) (size_t, CvCudaBuffer **, CvCudaError *);
-typedef void (*FreeFn) (CvCudaBuffer *);
-typedef CvCudaStatus (*WriteFn) (CvCudaBuffer *, size_t, const void *, size_t, CvCudaError *);
 typedef CvCudaStatus (*SearchFn) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								  const CvCudaBuffer *, int, const float *, int, int, int,
 								  long long *, double *, CvCudaError *);
@@ -82,39 +78,6 @@ static const SearchCase cases[] = {
 
 static const char *metric_names[] = {"l2", "ip", "cosine"};
 
-static int	passed = 0;
-static int	failed = 0;
-
-static void
-check(int ok, const char *what)
-{
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAILED: %s\n", what);
-	}
-}
-
-/* splitmix64 */
-static uint64_t
-next_random(uint64_t *state)
-{
-	uint64_t	z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-/* A float in [-1, 1). */
-static float
-uniform(uint64_t *state)
-{
-	return (float) ((double) (next_random(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
 /* A mirror on the host: centroids, rows packed per list, offsets. */
 typedef struct Mirror
 {
@@ -164,12 +127,12 @@ build_mirror(const SearchCase *c, int metric, uint64_t *state, Mirror *m)
 		else
 			for (int j = 0; j < d; j++)
 				ce[j] = c->kind == DATA_SMALL_INTS ? (float) (next_random(state) % 4) :
-					uniform(state) * 4;
+					uniformf(state) * 4;
 		if (metric != CVCUDA_METRIC_L2)
 			normalize(ce, d);
 	}
 	for (int i = 0; i < 8 * d; i++)
-		pool[i] = uniform(state);
+		pool[i] = uniformf(state);
 	for (long long r = 0; r < c->rows; r++)
 	{
 		int			l = (int) (next_random(state) % c->lists);
@@ -200,7 +163,7 @@ build_mirror(const SearchCase *c, int metric, uint64_t *state, Mirror *m)
 					v[j] = pool[(x % 8) * d + j];
 					break;
 				default:
-					v[j] = ce[j] + uniform(state) * 0.5f;
+					v[j] = ce[j] + uniformf(state) * 0.5f;
 					break;
 			}
 		}
@@ -215,7 +178,7 @@ build_mirror(const SearchCase *c, int metric, uint64_t *state, Mirror *m)
 		for (int j = 0; j < d; j++)
 			v[j] = c->kind == DATA_SMALL_INTS ? (float) (next_random(state) % 4) :
 				c->kind == DATA_DUPLICATES && q % 2 == 0 ? pool[j] :
-				ce[j] + uniform(state) * 0.5f;
+				ce[j] + uniformf(state) * 0.5f;
 		if (c->kind == DATA_ZEROS && q == 1)
 			memset(v, 0, sizeof(float) * d);
 	}
@@ -440,7 +403,7 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 				 (unsigned long long) seed);
 		if (bc == NULL || bv == NULL || bo == NULL)
 		{
-			check(0, what);
+			check(0, "%s", what);
 			continue;
 		}
 		reference_search(c, &m, metric, probes, rpos, rdist);
@@ -452,10 +415,10 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 		if (status != CVCUDA_OK)
 		{
 			printf("  status %d: %s\n", status, err.message);
-			check(0, what);
+			check(0, "%s", what);
 		}
 		else
-			check(same_results(pos, dist, rpos, rdist, results, c->k), what);
+			check(same_results(pos, dist, rpos, rdist, results, c->k), "%s", what);
 		printf("  %s: %.1f ms\n", what,
 			   (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 	}
@@ -479,7 +442,7 @@ check_invalid(CvCudaStatus status, const CvCudaError *err, const char *what)
 		printf("  %s\n", err ? err->message : "");
 	check(status == CVCUDA_INVALID_ARGUMENT &&
 		  (err == NULL || (err->status == CVCUDA_INVALID_ARGUMENT && err->message[0] != '\0')),
-		  line);
+		  "%s", line);
 }
 
 /* Malformed calls: a mirror of 4 lists x 8 dims, 10 rows. */
@@ -548,51 +511,21 @@ run_argument_checks(const Library *lib)
 int
 main(int argc, char **argv)
 {
-	void	   *handle;
+	HarnessArgs args = harness_args(argc, argv);
 	Library		lib;
 	CvCudaDeviceInfo info;
-	CvCudaError err;
-	CvCudaStatus status;
-	int			require = 0;
-	uint64_t	seed = (uint64_t) time(NULL);
+	HarnessSymbol symbols[] = {
+		{"cvcuda_init", &lib.init},
+		{"cvcuda_buffer_alloc", &lib.alloc},
+		{"cvcuda_buffer_free", &lib.free},
+		{"cvcuda_buffer_write", &lib.write},
+		{"cvcuda_ivf_search", &lib.search},
+	};
+	uint64_t	seed = args.seed;
 
-	for (int i = 2; i < argc; i++)
-		if (strcmp(argv[i], "--require-device") == 0)
-			require = 1;
-		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 10);
 	printf("ivf_search_test seed %llu\n", (unsigned long long) seed);
-	if (argc < 2 || (handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) == NULL)
-	{
-		fprintf(stderr, "cannot open library: %s\n", argc < 2 ? "no path" : dlerror());
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	lib.init = (InitFn) dlsym(handle, "cvcuda_init");
-	lib.alloc = (AllocFn) dlsym(handle, "cvcuda_buffer_alloc");
-	lib.free = (FreeFn) dlsym(handle, "cvcuda_buffer_free");
-	lib.write = (WriteFn) dlsym(handle, "cvcuda_buffer_write");
-	lib.search = (SearchFn) dlsym(handle, "cvcuda_ivf_search");
-	if (!lib.init || !lib.alloc || !lib.free || !lib.write || !lib.search)
-	{
-		printf("the library lacks an entry point of ABI %d\n", CVCUDA_ABI_VERSION);
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	status = lib.init(0, &info, &err);
-	if (status == CVCUDA_NO_DEVICE && !require)
-	{
-		printf("no device (%s): tests skipped\n", err.message);
-		printf("%d passed, %d failed, 1 skipped\n", passed, failed);
-		return 0;
-	}
-	check(status == CVCUDA_OK, "init device 0");
-	if (status != CVCUDA_OK)
-	{
-		printf("init: %s\n", err.message);
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
+	harness_open(&args, symbols, lengthof(symbols));
+	harness_init_device(&args, lib.init, &info, "tests");
 	printf("device: %s\n", info.name);
 	run_argument_checks(&lib);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -606,6 +539,5 @@ main(int argc, char **argv)
 		run_case(&lib, &cases[3], metric, seed + 1010 + metric);
 	}
 	unsetenv("CLUSTERVEC_CUDA_SEARCH_BUDGET");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return harness_finish();
 }

@@ -18,7 +18,6 @@
  *
  * Usage: kmeans_test path/to/library.so [--require-device] [--seed N]
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,16 +26,10 @@
 #include <time.h>
 
 #include "clustervec_cuda.h"
+#include "harness.h"
 #include "math/distance.h"
 #include "math/kmeans.h"
 
-typedef int (*AbiFn) (void);
-typedef const char *(*NameFn) (void);
-typedef CvCudaStatus (*InitFn) (int, CvCudaDeviceInfo *, CvCudaError *);
-typedef CvCudaStatus (*AllocFn) (size_t, CvCudaBuffer **, CvCudaError *);
-typedef void (*FreeFn) (CvCudaBuffer *);
-typedef CvCudaStatus (*WriteFn) (CvCudaBuffer *, size_t, const void *, size_t, CvCudaError *);
-typedef CvCudaStatus (*ReadFn) (const CvCudaBuffer *, size_t, void *, size_t, CvCudaError *);
 typedef CvCudaStatus (*RefreshFn) (const CvCudaBuffer *, long long, int, const float *, int,
 								   CvCudaBuffer *, CvCudaError *);
 typedef CvCudaStatus (*AssignFn) (const CvCudaBuffer *, long long, int, const CvCudaBuffer *,
@@ -60,40 +53,10 @@ typedef struct Library
 } Library;
 
 static Library lib;
-static int	passed = 0;
-static int	failed = 0;
 static uint64_t state;
 
 static const char *const metric_names[] = {"L2", "spherical", "inner product"};
 static const char *const mode_names[] = {"FP32", "BF16"};
-
-static void
-check(int ok, const char *what)
-{
-	if (ok)
-		passed++;
-	else
-		failed++;
-	printf("%s: %s\n", ok ? "ok" : "FAILED", what);
-}
-
-/* splitmix64 */
-static uint64_t
-next_random(void)
-{
-	uint64_t	z = (state += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-/* A float in [-1, 1). */
-static float
-uniform(void)
-{
-	return (float) ((double) (next_random() >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
 
 /* Normalises rows to unit length. */
 static void
@@ -117,13 +80,13 @@ static void
 clustered(float *x, long long n, float *c, int k, int d, float noise)
 {
 	for (long long j = 0; j < (long long) k * d; j++)
-		c[j] = uniform();
+		c[j] = uniformf(&state);
 	for (long long i = 0; i < n; i++)
 	{
-		int			g = (int) (next_random() % (uint64_t) k);
+		int			g = (int) (next_random(&state) % (uint64_t) k);
 
 		for (int j = 0; j < d; j++)
-			x[i * d + j] = c[(long long) g * d + j] + noise * uniform();
+			x[i * d + j] = c[(long long) g * d + j] + noise * uniformf(&state);
 	}
 }
 
@@ -179,12 +142,12 @@ test_refresh(long long n, int d, int count)
 	long long	bad = -1;
 
 	for (long long j = 0; j < n * d; j++)
-		x[j] = uniform() * (j % 3 == 0 ? 100.0f : 1.0f);
+		x[j] = uniformf(&state) * (j % 3 == 0 ? 100.0f : 1.0f);
 	for (long long j = 0; j < (long long) count * d; j++)
-		c[j] = uniform();
+		c[j] = uniformf(&state);
 	for (long long i = 0; i < n; i++)
 	{
-		dist[i] = i % 3 == 0 ? INFINITY : (double) (next_random() % 1000) * 0.01 * d;
+		dist[i] = i % 3 == 0 ? INFINITY : (double) (next_random(&state) % 1000) * 0.01 * d;
 		ref[i] = dist[i];
 		for (int m = 0; m < count; m++)
 		{
@@ -207,7 +170,7 @@ test_refresh(long long n, int d, int count)
 	snprintf(what, sizeof(what), "refresh bit for bit (n %lld, d %d, count %d)", n, d, count);
 	if (st != CVCUDA_OK)
 		printf("  status %d: %s\n", st, err.message);
-	check(st == CVCUDA_OK && bad < 0, what);
+	check(st == CVCUDA_OK && bad < 0, "%s", what);
 	lib.free(bx);
 	lib.free(bd);
 	free(x);
@@ -262,7 +225,7 @@ test_seeding(long long n, int d, int k, int groups)
 	clustered(x, n, g, groups, d, 0.3f);
 	memset(&params, 0, sizeof(params));
 	params.k = k;
-	params.seed = next_random();
+	params.seed = next_random(&state);
 	memset(&arg, 0, sizeof(arg));
 	arg.points = upload(x, sizeof(float) * n * d);
 	arg.dist = upload(NULL, sizeof(double) * n);
@@ -276,7 +239,7 @@ test_seeding(long long n, int d, int k, int groups)
 			 "seeds through the library's refresh equal cv_kmeans_seed's "
 			 "(n %lld, d %d, k %d: %d seeds, %d refreshes)", n, d, k, na, arg.calls);
 	check(sa == CV_MATH_OK && sb == CV_MATH_OK && na == nb && na == k && arg.calls > 0
-		  && memcmp(a, b, sizeof(float) * (size_t) k * d) == 0, what);
+		  && memcmp(a, b, sizeof(float) * (size_t) k * d) == 0, "%s", what);
 	lib.free(arg.points);
 	lib.free(arg.dist);
 	free(x);
@@ -396,7 +359,7 @@ test_assign(long long n, int d, int k, int metric, int mode, float noise)
 			 mode_names[mode], metric_names[metric], n, d, k, skipped);
 	if (st != CVCUDA_OK)
 		printf("  status %d: %s\n", st, err.message);
-	check(st == CVCUDA_OK && wrong == 0 && far == 0 && skipped < n / 2, what);
+	check(st == CVCUDA_OK && wrong == 0 && far == 0 && skipped < n / 2, "%s", what);
 	lib.free(bx);
 	lib.free(bc);
 	lib.free(ba);
@@ -439,7 +402,7 @@ test_one_iteration(long long n, int d, int k, int metric, int mode)
 	}
 	/* start from perturbed centroids so the update moves them */
 	for (long long j = 0; j < (long long) k * d; j++)
-		c[j] += 0.05f * uniform();
+		c[j] += 0.05f * uniformf(&state);
 	bx = upload(x, sizeof(float) * n * d);
 	bc = upload(c, sizeof(float) * (size_t) k * d);
 	ba = upload(NULL, sizeof(int32_t) * n);
@@ -494,7 +457,7 @@ test_one_iteration(long long n, int d, int k, int metric, int mode)
 	if (st != CVCUDA_OK)
 		printf("  status %d: %s\n", st, err.message);
 	check(st == CVCUDA_OK && !bad && worst <= 1e-5 && run == 1 && isfinite(inertia)
-		  && inertia == history[0], what);
+		  && inertia == history[0], "%s", what);
 	lib.free(bx);
 	lib.free(bc);
 	lib.free(ba);
@@ -536,7 +499,7 @@ test_lloyd(long long n, int d, int k, int groups, int metric, int mode, int iter
 	memset(&params, 0, sizeof(params));
 	params.k = k;
 	params.iterations = iterations;
-	params.seed = next_random();
+	params.seed = next_random(&state);
 	params.metric = (CvKmeansMetric) metric;
 	cv_kmeans_seed(x, n, d, &params, seeds, &ns);
 	memcpy(cpu, seeds, sizeof(float) * (size_t) k * d);
@@ -560,7 +523,7 @@ test_lloyd(long long n, int d, int k, int groups, int metric, int mode, int iter
 	if (st != CVCUDA_OK)
 		printf("  status %d: %s\n", st, err.message);
 	check(st == CVCUDA_OK && ns == k && run >= 1 && run <= iterations && monotone
-		  && fabs(inertia - result.inertia) <= 0.01 * fabs(result.inertia), what);
+		  && fabs(inertia - result.inertia) <= 0.01 * fabs(result.inertia), "%s", what);
 	lib.free(bx);
 	lib.free(bc);
 	lib.free(ba);
@@ -580,7 +543,7 @@ invalid(CvCudaStatus st, const CvCudaError *err, const char *what)
 
 	snprintf(line, sizeof(line), "invalid argument rejected: %s (status %d)", what, st);
 	check(st == CVCUDA_INVALID_ARGUMENT && err->status == CVCUDA_INVALID_ARGUMENT
-		  && err->message[0] != '\0', line);
+		  && err->message[0] != '\0', "%s", line);
 }
 
 static void
@@ -632,66 +595,30 @@ test_arguments(void)
 	lib.free(bd);
 }
 
-static int
-resolve(void *h)
-{
-	lib.abi_version = (AbiFn) dlsym(h, "cvcuda_abi_version");
-	lib.backend_name = (NameFn) dlsym(h, "cvcuda_backend_name");
-	lib.init = (InitFn) dlsym(h, "cvcuda_init");
-	lib.alloc = (AllocFn) dlsym(h, "cvcuda_buffer_alloc");
-	lib.free = (FreeFn) dlsym(h, "cvcuda_buffer_free");
-	lib.write = (WriteFn) dlsym(h, "cvcuda_buffer_write");
-	lib.read = (ReadFn) dlsym(h, "cvcuda_buffer_read");
-	lib.refresh = (RefreshFn) dlsym(h, "cvcuda_kmeans_refresh");
-	lib.assign = (AssignFn) dlsym(h, "cvcuda_kmeans_assign");
-	lib.lloyd = (LloydFn) dlsym(h, "cvcuda_kmeans_lloyd");
-	return lib.abi_version && lib.backend_name && lib.init && lib.alloc && lib.free
-		&& lib.write && lib.read && lib.refresh && lib.assign && lib.lloyd;
-}
-
 int
 main(int argc, char **argv)
 {
-	void	   *h;
-	int			require = 0;
-	uint64_t	seed = (uint64_t) time(NULL);
+	HarnessArgs args = harness_args(argc, argv);
 	CvCudaDeviceInfo info;
-	CvCudaError err;
-	CvCudaStatus st;
+	HarnessSymbol symbols[] = {
+		{"cvcuda_abi_version", &lib.abi_version},
+		{"cvcuda_backend_name", &lib.backend_name},
+		{"cvcuda_init", &lib.init},
+		{"cvcuda_buffer_alloc", &lib.alloc},
+		{"cvcuda_buffer_free", &lib.free},
+		{"cvcuda_buffer_write", &lib.write},
+		{"cvcuda_buffer_read", &lib.read},
+		{"cvcuda_kmeans_refresh", &lib.refresh},
+		{"cvcuda_kmeans_assign", &lib.assign},
+		{"cvcuda_kmeans_lloyd", &lib.lloyd},
+	};
 
-	for (int i = 2; i < argc; i++)
-		if (strcmp(argv[i], "--require-device") == 0)
-			require = 1;
-		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 10);
-	printf("kmeans_test seed %llu\n", (unsigned long long) seed);
-	state = seed;
-	if (argc < 2 || (h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) == NULL)
-	{
-		fprintf(stderr, "cannot open library: %s\n", argc < 2 ? "no path" : dlerror());
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	if (!resolve(h))
-	{
-		printf("the library lacks a k-means entry point of ABI %d\n", CVCUDA_ABI_VERSION);
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
+	check_prints_passes = 1;
+	printf("kmeans_test seed %llu\n", (unsigned long long) args.seed);
+	state = args.seed;
+	harness_open(&args, symbols, lengthof(symbols));
 	printf("backend: %s\n", lib.backend_name());
-	st = lib.init(0, &info, &err);
-	if (st == CVCUDA_NO_DEVICE && !require)
-	{
-		printf("no device (%s): tests skipped\n", err.message);
-		printf("%d passed, %d failed, 1 skipped\n", passed, failed);
-		return 0;
-	}
-	check(st == CVCUDA_OK, "init device 0");
-	if (st != CVCUDA_OK)
-	{
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
+	harness_init_device(&args, lib.init, &info, "tests");
 	test_arguments();
 	test_refresh(3000, 128, 37);
 	test_refresh(1000, 1, 1);
@@ -720,6 +647,5 @@ main(int argc, char **argv)
 			test_lloyd(20000, 32, 64, 40, metric, mode, 20);
 			test_lloyd(5000, 100, 20, 20, metric, mode, 15);
 		}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return harness_finish();
 }

@@ -17,7 +17,6 @@
  *
  * Usage: knn_test path/to/library.so [--require-device] [--seed N]
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,10 +26,8 @@
 
 #include "clustervec_cuda.h"
 #include "distance.h"
+#include "harness.h"
 
-typedef int (*AbiFn) (void);
-typedef const char *(*NameFn) (void);
-typedef CvCudaStatus (*InitFn) (int, CvCudaDeviceInfo *, CvCudaError *);
 typedef CvCudaStatus (*MemoryFn) (unsigned long long *, unsigned long long *, CvCudaError *);
 typedef CvCudaStatus (*RegisterFn) (void *, size_t, CvCudaError *);
 typedef CvCudaStatus (*UnregisterFn) (void *, CvCudaError *);
@@ -91,40 +88,6 @@ static const KnnCase cases[] = {
 	{"no queries", 10, 4, 0, 5, DATA_UNIFORM},
 };
 
-static int	passed = 0;
-static int	failed = 0;
-
-/* Counts one check, printing what failed. */
-static void
-check(int ok, const char *what)
-{
-	if (ok)
-		passed++;
-	else
-	{
-		failed++;
-		printf("FAILED: %s\n", what);
-	}
-}
-
-/* splitmix64: the test's PRNG, so a printed seed reproduces a run anywhere. */
-static uint64_t
-next_random(uint64_t *state)
-{
-	uint64_t	z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-/* A float in [-1, 1). */
-static float
-uniform(uint64_t *state)
-{
-	return (float) ((double) (next_random(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
 /* Fills count vectors of dims elements of one kind. */
 static void
 fill_vectors(float *v, long long count, int dims, DataKind kind, uint64_t *state)
@@ -140,13 +103,13 @@ fill_vectors(float *v, long long count, int dims, DataKind kind, uint64_t *state
 				break;
 			case DATA_NON_FINITE:
 				v[i] = r % 53 == 0 ? INFINITY : r % 53 == 1 ? -INFINITY :
-					r % 53 == 2 ? NAN : uniform(state);
+					r % 53 == 2 ? NAN : uniformf(state);
 				break;
 			case DATA_EXTREME:
-				v[i] = r % 7 == 0 ? -0.0f : (float) ldexp(uniform(state), (int) (r % 254) - 126);
+				v[i] = r % 7 == 0 ? -0.0f : (float) ldexp(uniformf(state), (int) (r % 254) - 126);
 				break;
 			default:
-				v[i] = uniform(state);
+				v[i] = uniformf(state);
 				break;
 		}
 	}
@@ -322,11 +285,11 @@ run_case(const Library *lib, const KnnCase *c, uint64_t seed, const char *pass_n
 	if (status != CVCUDA_OK)
 	{
 		printf("  status %d: %s\n", status, err.message);
-		check(0, what);
+		check(0, "%s", what);
 	}
 	else
 		check(same_results(index, distance, ref_index, ref_distance, c->nq, c->k) &&
-			  guard_intact(index, distance, results), what);
+			  guard_intact(index, distance, results), "%s", what);
 	printf("  %s: %.1f ms\n", what,
 		   (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 	free(ref_index);
@@ -399,7 +362,7 @@ check_invalid(CvCudaStatus status, const CvCudaError *err, const char *what)
 	snprintf(line, sizeof(line), "invalid argument rejected: %s (status %d)", what, status);
 	check(status == CVCUDA_INVALID_ARGUMENT &&
 		  (err == NULL || (err->status == CVCUDA_INVALID_ARGUMENT && err->message[0] != '\0')),
-		  line);
+		  "%s", line);
 }
 
 /* Every malformed call returns an error status (none needs a device). */
@@ -462,73 +425,37 @@ run_echo_checks(const Library *lib, uint64_t seed)
 	free(copy);
 }
 
-/* The library's entry points; 0 when one is missing. */
-static int
-resolve_all(void *handle, Library *lib)
-{
-	lib->abi_version = (AbiFn) dlsym(handle, "cvcuda_abi_version");
-	lib->backend_name = (NameFn) dlsym(handle, "cvcuda_backend_name");
-	lib->init = (InitFn) dlsym(handle, "cvcuda_init");
-	lib->memory_info = (MemoryFn) dlsym(handle, "cvcuda_memory_info");
-	lib->host_register = (RegisterFn) dlsym(handle, "cvcuda_host_register");
-	lib->host_unregister = (UnregisterFn) dlsym(handle, "cvcuda_host_unregister");
-	lib->echo = (EchoFn) dlsym(handle, "cvcuda_echo");
-	lib->knn_exact = (KnnFn) dlsym(handle, "cvcuda_knn_exact");
-	return lib->abi_version && lib->backend_name && lib->init && lib->memory_info &&
-		lib->host_register && lib->host_unregister && lib->echo && lib->knn_exact;
-}
-
 int
 main(int argc, char **argv)
 {
-	void	   *handle;
+	HarnessArgs args = harness_args(argc, argv);
 	Library		lib;
 	CvCudaDeviceInfo info;
 	CvCudaError err;
-	CvCudaStatus status;
 	unsigned long long free_bytes = 0,
 				total_bytes = 0;
-	int			require = 0;
-	uint64_t	seed = (uint64_t) time(NULL);
+	uint64_t	seed = args.seed;
 	const char *name;
+	HarnessSymbol symbols[] = {
+		{"cvcuda_abi_version", &lib.abi_version},
+		{"cvcuda_backend_name", &lib.backend_name},
+		{"cvcuda_init", &lib.init},
+		{"cvcuda_memory_info", &lib.memory_info},
+		{"cvcuda_host_register", &lib.host_register},
+		{"cvcuda_host_unregister", &lib.host_unregister},
+		{"cvcuda_echo", &lib.echo},
+		{"cvcuda_knn_exact", &lib.knn_exact},
+	};
 
-	for (int i = 2; i < argc; i++)
-		if (strcmp(argv[i], "--require-device") == 0)
-			require = 1;
-		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-			seed = strtoull(argv[++i], NULL, 10);
 	printf("knn_test seed %llu\n", (unsigned long long) seed);
-	if (argc < 2 || (handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) == NULL)
-	{
-		fprintf(stderr, "cannot open library: %s\n", argc < 2 ? "no path" : dlerror());
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	if (!resolve_all(handle, &lib))
-	{
-		printf("the library lacks an entry point of ABI %d\n", CVCUDA_ABI_VERSION);
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
+	harness_open(&args, symbols, lengthof(symbols));
 	check(lib.abi_version() == CVCUDA_ABI_VERSION, "ABI version");
 	name = lib.backend_name();
 	printf("backend: %s\n", name ? name : "(null)");
 	check(name && (strcmp(name, "cuda") == 0 || strcmp(name, "cpu-shim") == 0), "backend name");
+	/* before init: they need no device, so they run where there is none */
 	run_argument_checks(&lib);
-	status = lib.init(0, &info, &err);
-	if (status == CVCUDA_NO_DEVICE && !require)
-	{
-		printf("no device (%s): device tests skipped\n", err.message);
-		printf("%d passed, %d failed, 1 skipped\n", passed, failed);
-		return failed ? 1 : 0;
-	}
-	check(status == CVCUDA_OK, "init device 0");
-	if (status != CVCUDA_OK)
-	{
-		printf("init: %s\n", err.message);
-		printf("%d passed, %d failed\n", passed, failed);
-		return 1;
-	}
+	harness_init_device(&args, lib.init, &info, "device tests");
 	printf("device: %s, compute %d.%d, %d multiprocessors, %.1f GiB\n", info.name,
 		   info.compute_major, info.compute_minor, info.multiprocessors,
 		   info.total_memory / 1073741824.0);
@@ -549,6 +476,5 @@ main(int argc, char **argv)
 	unsetenv("CLUSTERVEC_CUDA_KNN_BUDGET");
 	check(lib.knn_exact(NULL, 0, 4, NULL, 0, 1, NULL, NULL, NULL) == CVCUDA_OK,
 		  "nothing to do, err NULL");
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return harness_finish();
 }

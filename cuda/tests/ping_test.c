@@ -5,16 +5,13 @@
  * library says so with CVCUDA_NO_DEVICE instead of failing.
  * Usage: ping_test path/to/library.so [--require-device]
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "clustervec_cuda.h"
+#include "harness.h"
 
-typedef int (*AbiFn) (void);
-typedef const char *(*NameFn) (void);
 typedef CvCudaStatus (*InfoFn) (int, CvCudaDeviceInfo *, CvCudaError *);
 typedef CvCudaStatus (*PingFn) (int, int, float, float *, CvCudaError *);
 
@@ -30,94 +27,56 @@ count_wrong(const float *out, int n, float scale)
 	return wrong;
 }
 
-/* A symbol of the library, or NULL (reported). */
-static void *
-resolve(void *lib, const char *name)
-{
-	void	   *symbol = dlsym(lib, name);
-
-	if (symbol == NULL)
-		printf("missing symbol %s\n", name);
-	return symbol;
-}
-
 int
 main(int argc, char **argv)
 {
-	void	   *lib;
+	HarnessArgs args = harness_args(argc, argv);
 	AbiFn		abi_version;
 	NameFn		backend_name;
 	InfoFn		device_info;
 	PingFn		ping;
+	HarnessSymbol symbols[] = {
+		{"cvcuda_abi_version", &abi_version},
+		{"cvcuda_backend_name", &backend_name},
+		{"cvcuda_device_info", &device_info},
+		{"cvcuda_ping", &ping},
+	};
 	CvCudaDeviceInfo info;
 	CvCudaError err;
 	CvCudaStatus status;
-	int			require = argc > 2 && strcmp(argv[2], "--require-device") == 0;
-	int			passed = 0,
-				failed = 0;
 	const int	n = 100003;
 	float	   *out;
 
-	if (argc < 2 || (lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) == NULL)
-	{
-		fprintf(stderr, "cannot open library: %s\n", argc < 2 ? "no path" : dlerror());
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	abi_version = (AbiFn) resolve(lib, "cvcuda_abi_version");
-	backend_name = (NameFn) resolve(lib, "cvcuda_backend_name");
-	device_info = (InfoFn) resolve(lib, "cvcuda_device_info");
-	ping = (PingFn) resolve(lib, "cvcuda_ping");
-	if (!abi_version || !backend_name || !device_info || !ping)
-	{
-		printf("0 passed, 1 failed\n");
-		return 1;
-	}
-	if (abi_version() == CVCUDA_ABI_VERSION)
-		passed++;
-	else
-	{
-		printf("ABI version %d, expected %d\n", abi_version(), CVCUDA_ABI_VERSION);
-		failed++;
-	}
+	harness_open(&args, symbols, lengthof(symbols));
+	check(abi_version() == CVCUDA_ABI_VERSION, "ABI version %d, expected %d", abi_version(),
+		  CVCUDA_ABI_VERSION);
 	printf("backend: %s\n", backend_name());
+
+	/*
+	 * cvcuda_device_info, not the harness's cvcuda_init: describing a device
+	 * is what this test checks, and "no device" is a right answer, counted.
+	 */
 	status = device_info(0, &info, &err);
-	if (status == CVCUDA_NO_DEVICE && !require)
+	if (status == CVCUDA_NO_DEVICE && !args.require_device)
 	{
 		printf("no device (%s): ping skipped\n", err.message);
 		printf("%d passed, %d failed, 1 skipped\n", passed + 1, failed);
 		return failed ? 1 : 0;
 	}
-	if (status != CVCUDA_OK)
-	{
-		printf("device_info failed: %s\n", err.message);
-		printf("%d passed, %d failed\n", passed, failed + 1);
-		return 1;
-	}
+	if (!check(status == CVCUDA_OK, "device_info failed: %s", err.message))
+		return harness_finish();
 	printf("device: %s, compute %d.%d, %d SMs, %.1f GiB\n", info.name,
 		   info.compute_major, info.compute_minor, info.multiprocessors,
 		   info.total_memory / 1073741824.0);
-	passed++;
 	out = malloc(sizeof(float) * n);
 	for (int i = 0; i < n; i++)
 		out[i] = NAN;
 	status = ping(0, n, 0.5f, out, &err);
-	if (status == CVCUDA_OK && count_wrong(out, n, 0.5f) == 0)
-		passed++;
-	else
-	{
-		printf("ping failed: status %d, %s\n", status, err.message);
-		failed++;
-	}
+	check(status == CVCUDA_OK && count_wrong(out, n, 0.5f) == 0, "ping failed: status %d, %s",
+		  status, err.message);
 	status = ping(0, 0, 1.0f, out, &err);
-	if (status == CVCUDA_INVALID_ARGUMENT && err.status == CVCUDA_INVALID_ARGUMENT)
-		passed++;
-	else
-	{
-		printf("ping with n = 0: status %d, expected %d\n", status, CVCUDA_INVALID_ARGUMENT);
-		failed++;
-	}
+	check(status == CVCUDA_INVALID_ARGUMENT && err.status == CVCUDA_INVALID_ARGUMENT,
+		  "ping with n = 0: status %d, expected %d", status, CVCUDA_INVALID_ARGUMENT);
 	free(out);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return harness_finish();
 }
