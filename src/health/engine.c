@@ -373,6 +373,18 @@ finish_gpu_chunk(HealthRun *run, const Chunk *chunk)
 					run->k);
 }
 
+/* Pass 2 of one chunk holding every cluster, computed on the device's kept copy. */
+static void
+finish_whole_input(HealthRun *run)
+{
+	Chunk		all = {0};
+
+	all.first_cluster = 0;
+	all.clusters = run->k;
+	run->gpu_served = true;
+	finish_gpu_chunk(run, &all);
+}
+
 static void
 second_pass(HealthRun *run, Chunk *chunk)
 {
@@ -409,7 +421,10 @@ health_run(HealthRun *run)
 	{
 		for_each_chunk(run, true, centroid_pass);
 		prepare_globals(run);
-		for_each_chunk(run, false, second_pass);
+		if (run->use_gpu && health_gpu_members_pass_kept(run))
+			finish_whole_input(run);
+		else
+			for_each_chunk(run, false, second_pass);
 	}
 	health_gpu_release(run);
 	if (run->gpu_served)

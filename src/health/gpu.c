@@ -104,9 +104,18 @@ health_gpu_centroid_pass(HealthRun *run, const HealthChunkView *chunk)
 		ok = cv_gpu_read(ids[2], 0, centroids, sizeof(double) * d * chunk->clusters, &error) &&
 			cv_gpu_read(ids[3], 0, stats, sizeof(CvClusterStats) * chunk->clusters, &error);
 	}
-	free_ids(ids, 4);
+	free_ids(ids + 2, 2);
+	health_gpu_forget_chunk(run);
 	if (!ok)
+	{
+		free_ids(ids, 2);
 		return gpu_failed(run, &error);
+	}
+	/* pass 2 reuses the members when this is the only chunk */
+	run->gpu_chunk_members = ids[0];
+	run->gpu_chunk_offsets = ids[1];
+	run->gpu_chunk_first = chunk->first_cluster;
+	run->gpu_chunk_clusters = chunk->clusters;
 	for (int64 i = 0; i < chunk->clusters; i++)
 	{
 		HealthCluster *cluster = &run->clusters[chunk->first_cluster + i];
@@ -178,6 +187,7 @@ health_gpu_release(HealthRun *run)
 {
 	GpuSet	   *gpu = (GpuSet *) run->gpu_set;
 
+	health_gpu_forget_chunk(run);
 	if (gpu == NULL)
 		return;
 	cv_gpu_free(gpu->centroids);
@@ -190,41 +200,73 @@ health_gpu_release(HealthRun *run)
 	run->gpu_set = NULL;
 }
 
-bool
-health_gpu_members_pass(HealthRun *run, const HealthChunkView *chunk)
+void
+health_gpu_forget_chunk(HealthRun *run)
 {
-	int			d = run->input.dimensions;
+	cv_gpu_free(run->gpu_chunk_members);
+	cv_gpu_free(run->gpu_chunk_offsets);
+	run->gpu_chunk_members = run->gpu_chunk_offsets = 0;
+}
+
+/* Pass 2 over a chunk whose members and offsets are on the device already. */
+static bool
+members_pass_on(HealthRun *run, int64 first_cluster, int64 clusters, uint64 members,
+				uint64 offsets, CvGpuError *error)
+{
 	CvGpuHealthArgs args = {0};
-	CvGpuError	error = {0};
-	uint64		ids[3] = {0, 0, 0};
-	Size		stats_bytes = sizeof(CvClusterStats) * chunk->clusters;
+	Size		stats_bytes = sizeof(CvClusterStats) * clusters;
 	CvClusterStats *stats = palloc_extended(stats_bytes, MCXT_ALLOC_HUGE);
+	uint64		stats_id;
 	bool		ok;
 
-	for (int64 i = 0; i < chunk->clusters; i++)
-		stats[i] = run->clusters[chunk->first_cluster + i].stats;
-	ok = upload_chunk(chunk, d, &ids[0], &ids[1], &error);
-	ok = ok && (ids[2] = upload(stats, stats_bytes, &error)) != 0;
+	for (int64 i = 0; i < clusters; i++)
+		stats[i] = run->clusters[first_cluster + i].stats;
+	stats_id = upload(stats, stats_bytes, error);
+	ok = stats_id != 0;
 	if (ok)
 	{
 		health_gpu_set_args(run, run->gpu_set, &args);
-		args.members = ids[0];
-		args.offsets = ids[1];
-		args.stats = ids[2];
-		args.nclusters = chunk->clusters;
-		args.first_cluster = chunk->first_cluster;
-		args.d = d;
-		ok = cv_gpu_call(CV_OP_HEALTH_MEMBERS, &args, sizeof(args), NULL, 0, NULL, 0, &error) &&
-			cv_gpu_read(ids[2], 0, stats, stats_bytes, &error);
+		args.members = members;
+		args.offsets = offsets;
+		args.stats = stats_id;
+		args.nclusters = clusters;
+		args.first_cluster = first_cluster;
+		args.d = run->input.dimensions;
+		ok = cv_gpu_call(CV_OP_HEALTH_MEMBERS, &args, sizeof(args), NULL, 0, NULL, 0, error) &&
+			cv_gpu_read(stats_id, 0, stats, stats_bytes, error);
 	}
-	free_ids(ids, 3);
-	if (!ok)
-	{
-		pfree(stats);
-		return gpu_failed(run, &error);
-	}
-	for (int64 i = 0; i < chunk->clusters; i++)
-		run->clusters[chunk->first_cluster + i].stats = stats[i];
+	cv_gpu_free(stats_id);
+	if (ok)
+		for (int64 i = 0; i < clusters; i++)
+			run->clusters[first_cluster + i].stats = stats[i];
 	pfree(stats);
-	return true;
+	return ok;
+}
+
+bool
+health_gpu_members_pass(HealthRun *run, const HealthChunkView *chunk)
+{
+	CvGpuError	error = {0};
+	uint64		ids[2] = {0, 0};
+	bool		ok;
+
+	health_gpu_forget_chunk(run);
+	ok = upload_chunk(chunk, run->input.dimensions, &ids[0], &ids[1], &error) &&
+		members_pass_on(run, chunk->first_cluster, chunk->clusters, ids[0], ids[1], &error);
+	free_ids(ids, 2);
+	return ok ? true : gpu_failed(run, &error);
+}
+
+bool
+health_gpu_members_pass_kept(HealthRun *run)
+{
+	CvGpuError	error = {0};
+	bool		ok;
+
+	if (run->gpu_chunk_members == 0 || run->gpu_chunk_first != 0 ||
+		run->gpu_chunk_clusters != run->k || run->gpu_set == NULL)
+		return false;
+	ok = members_pass_on(run, 0, run->k, run->gpu_chunk_members, run->gpu_chunk_offsets, &error);
+	health_gpu_forget_chunk(run);
+	return ok ? true : gpu_failed(run, &error);
 }

@@ -29,7 +29,17 @@ extern bool health_gpu_prepare(HealthRun *run, const CvCentroidSet *set);
 /* Pass 2: every column of sections 2-6 for the chunk's clusters. */
 extern bool health_gpu_members_pass(HealthRun *run, const HealthChunkView *chunk);
 
-/* Frees the device set (the end of the run, or a fallback). */
+/*
+ * Pass 2 over the whole input when pass 1 made one chunk: its members are
+ * still on the device, so the sort is not read again.  False when there is
+ * no such chunk (the caller reads the chunks again) or the worker failed.
+ */
+extern bool health_gpu_members_pass_kept(HealthRun *run);
+
+/* Frees the members pass 1 kept on the device. */
+extern void health_gpu_forget_chunk(HealthRun *run);
+
+/* Frees the device set and kept members (the end of the run, or a fallback). */
 extern void health_gpu_release(HealthRun *run);
 
 extern void health_gpu_set_args(const HealthRun *run, const void *set, CvGpuHealthArgs *args);

@@ -59,6 +59,10 @@ typedef struct HealthRun
 	bool		use_gpu;		/* the GPU worker serves the passes (until it fails) */
 	bool		gpu_served;		/* it served at least one chunk */
 	void	   *gpu_set;		/* gpu.c's device centroid set */
+	uint64		gpu_chunk_members;	/* the last pass-1 chunk, kept on the device */
+	uint64		gpu_chunk_offsets;
+	int64		gpu_chunk_first;
+	int64		gpu_chunk_clusters;
 	TimestampTz started;
 	TimestampTz last_report;
 } HealthRun;
