@@ -321,6 +321,32 @@ ensure_cpu_table(HealthRun *run)
 				 errmsg("out of memory preparing the neighbour family of cluster_health")));
 }
 
+/* The pass polls this between blocks: a cancel or timeout must not wait for a large cluster. */
+static bool
+interrupt_pending(void)
+{
+	/* only what CHECK_FOR_INTERRUPTS can act on now, or the retry would spin */
+	return InterruptPending && INTERRUPTS_CAN_BE_PROCESSED();
+}
+
+/*
+ * The pairwise class, stopping for pending interrupts: they raise their
+ * ERROR here; one that turns out to need nothing (a catch-up signal, say)
+ * lets the cluster start again.
+ */
+static int
+pairwise_interruptibly(HealthRun *run, const float *x, int64 n, int d, const uint8 *side,
+					   CvClusterStats *stats)
+{
+	int			rc;
+
+	cv_health_stop_requested = interrupt_pending;
+	while ((rc = cv_health_pairwise(x, n, d, n >= 2 ? side : NULL, &run->params, NAN,
+									stats)) == CV_HEALTH_STOPPED)
+		CHECK_FOR_INTERRUPTS();
+	return rc;
+}
+
 /* Pass 2 for one cluster: the families after the centroid family. */
 static void
 cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
@@ -338,7 +364,7 @@ cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
 		return;
 	side = palloc(Max(n, 1));
 	if (cv_health_two_means(x, n, d, side, stats) != 0 ||
-		cv_health_pairwise(x, n, d, n >= 2 ? side : NULL, &run->params, NAN, stats) != 0)
+		pairwise_interruptibly(run, x, n, d, side, stats) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory computing the statistics of a cluster of %lld members",

@@ -162,10 +162,23 @@ extern int	cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 								CvClusterStats *out);
 
 /*
+ * Polled between blocks of the pairwise pass (well under a second apart at
+ * d = 1024); when it returns true the pass stops and cv_health_pairwise
+ * returns CV_HEALTH_STOPPED with the columns NULL.  NULL (the default):
+ * never stop.  The SQL layer points it at "an interrupt is pending", so a
+ * cancel or statement_timeout ends a large cluster's pass without waiting
+ * for it.
+ */
+extern bool (*cv_health_stop_requested) (void);
+
+#define CV_HEALTH_STOPPED (-2)
+
+/*
  * 3. Pairwise class, both passes.  side: the two-means assignment (NULL when
  * n < 2).  sigma_override: NaN to compute sigma from the histogram, or a
  * value to evaluate the pass-2 statistics at (the GPU tests' per-cluster sigma).
- * Returns 0, or -1 when memory ran out (the columns are then NULL).
+ * Returns 0, -1 when memory ran out, or CV_HEALTH_STOPPED (the columns are
+ * then NULL).
  */
 extern int	cv_health_pairwise(const float *x, int64_t n, int d, const uint8_t *side,
 							   const CvHealthParams *params, double sigma_override,

@@ -97,7 +97,10 @@ typedef struct Pairwise
 	double	   *col_d2;			/* tile_i: one column's squared distances */
 	double	   *col_dist;		/* tile_i: its distances (-1: recompute) */
 	int64_t		recomputed;
+	bool		stopped;		/* cv_health_stop_requested said so: results void */
 } Pairwise;
+
+bool		(*cv_health_stop_requested) (void) = NULL;
 
 /* Pass-1 accumulators. */
 typedef struct Pass1
@@ -729,7 +732,7 @@ run_pass(Pairwise *pw, int pass, void *acc)
 	int			nr = pw->kern->nr;
 	int64_t		i0;
 
-	for (i0 = 0; i0 < pw->n - 1; i0 += pw->tile_i)
+	for (i0 = 0; i0 < pw->n - 1 && !pw->stopped; i0 += pw->tile_i)
 	{
 		int			rows_i = (int) (pw->n - i0 < pw->tile_i ? pw->n - i0 : pw->tile_i);
 		int			pad_i = (rows_i + mr - 1) / mr * mr;
@@ -745,6 +748,9 @@ run_pass(Pairwise *pw, int pass, void *acc)
 			gram_tile(pw, i0, pad_i, j0, rows_j);
 			consume_tile(pw, pass, acc, i0, rows_i, j0, rows_j);
 		}
+		/* a block of rows against all later ones: a bounded wait for a cancel */
+		if (cv_health_stop_requested != NULL && cv_health_stop_requested())
+			pw->stopped = true;
 	}
 }
 
@@ -894,6 +900,8 @@ do_pass1(Pairwise *pw, const uint8_t *side, const CvHealthParams *params,
 		return false;
 
 	run_pass(pw, 1, acc);
+	if (pw->stopped)
+		return false;
 
 	if (want_hist)
 		merge_hist(acc->sigma_hist, acc->sigma_bins);
@@ -943,6 +951,11 @@ do_pass2(Pairwise *pw, const CvHealthParams *params, const Pass1 *p1,
 	}
 
 	run_pass(pw, 2, &acc);
+	if (pw->stopped)
+	{
+		free(acc.entropy_hist);
+		return false;
+	}
 	if (acc.entropy_hist != NULL)
 		merge_hist(acc.entropy_hist, acc.entropy_bins);
 
@@ -1028,8 +1041,10 @@ cv_health_pairwise_with(const CvPairwiseKernels *kernels, const float *x,
 	profile->pairs = n * (n - 1) / 2;
 	if (!pairwise_setup(&pw, kernels, x, n, d))
 		return false;
+	pw.stopped = false;
 	ok = pairwise_passes(&pw, side, params, sigma_override, out, profile);
 	profile->recomputed = pw.recomputed;
+	profile->stopped = pw.stopped;
 	pairwise_free(&pw);
 	if (!ok)
 		null_all(out);
@@ -1042,6 +1057,10 @@ cv_health_pairwise(const float *x, int64_t n, int d, const uint8_t *side,
 				   const CvHealthParams *params, double sigma_override,
 				   CvClusterStats *out)
 {
-	return cv_health_pairwise_with(current_kernels(), x, n, d, side, params,
-								   sigma_override, out, NULL) ? 0 : -1;
+	CvPairwiseProfile profile;
+
+	if (cv_health_pairwise_with(current_kernels(), x, n, d, side, params, sigma_override, out,
+								&profile))
+		return 0;
+	return profile.stopped ? CV_HEALTH_STOPPED : -1;
 }

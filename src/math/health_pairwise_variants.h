@@ -107,11 +107,13 @@ typedef struct CvPairwiseProfile
 	int64_t		pairs;			/* n (n - 1) / 2 */
 	int64_t		recomputed;		/* pair distances recomputed from the difference, both passes */
 	int			passes;			/* passes over the pairs that ran: 0, 1 or 2 */
+	bool		stopped;		/* cv_health_stop_requested ended it early */
 } CvPairwiseProfile;
 
 /*
  * cv_health_pairwise with chosen kernels; profile may be NULL.  Returns
- * false when memory ran out (the ten columns are then NULL).
+ * false when memory ran out or a stop was requested (profile->stopped; the
+ * ten columns are then NULL).
  */
 extern bool cv_health_pairwise_with(const CvPairwiseKernels *kernels,
 									const float *x, int64_t n, int d,

@@ -177,6 +177,21 @@ ok(defined wait_for('SELECT buffers FROM clustervec_gpu_info()', '0', 10),
 	'no device buffer is left after a cancelled run');
 is(sql('SELECT worker_state FROM clustervec_gpu_info()'), 'ready', 'the worker still serves');
 
+# the CPU path stops inside one large cluster's pairwise pass for a cancel:
+# uninterrupted this cluster takes about 25 s here
+sql(q{CREATE TABLE one_big AS SELECT i AS id, 1 AS c,
+	(SELECT array_agg(random()::real) FROM generate_series(1, 32) WHERE i > 0)::cvec AS v
+	FROM generate_series(1, 60000) i});
+my $t0 = time;
+$rc = $node->psql('postgres',
+	q{SET clustervec.gpu = off; SET statement_timeout = '1s';
+	  SELECT count(*) FROM cluster_health('one_big', 'c', 'v', progress => false)},
+	stdout => \$out, stderr => \$err);
+my $took = time - $t0;
+like($err, qr/canceling statement due to statement timeout/, 'statement_timeout ends a large cluster');
+cmp_ok($took, '<', 10, sprintf('within the pairwise pass (%.1f s)', $took));
+sql('DROP TABLE one_big');
+
 # ---------------------------------------------------------------- builds
 cv_load_clustered($node, 'items', rows => 20000, dims => 32, centres => 64, sigma => 1.5);
 sql(q{
