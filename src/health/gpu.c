@@ -31,27 +31,9 @@ typedef struct GpuSet
 static bool
 gpu_failed(HealthRun *run, const CvGpuError *error)
 {
-	if (cv_gpu_mode == CV_GPU_REQUIRE)
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("the GPU worker failed cluster_health: %s", error->message)));
-	cv_gpu_count_fallback();
+	cv_gpu_fall_back("cluster_health", error);
 	run->use_gpu = false;
 	return false;
-}
-
-/* Allocates and fills a device buffer; 0 on failure. */
-static uint64
-upload(const void *data, Size bytes, CvGpuError *error)
-{
-	uint64		id = cv_gpu_alloc(Max(bytes, 1), error);
-
-	if (id != 0 && bytes > 0 && !cv_gpu_write(id, 0, data, bytes, error))
-	{
-		cv_gpu_free(id);
-		return 0;
-	}
-	return id;
 }
 
 /* The chunk's members and offsets on the device. */
@@ -59,9 +41,9 @@ static bool
 upload_chunk(const HealthChunkView *chunk, int d, uint64 *members, uint64 *offsets,
 			 CvGpuError *error)
 {
-	*members = upload(chunk->members, sizeof(float) * d * chunk->member_count, error);
+	*members = cv_gpu_upload(chunk->members, sizeof(float) * d * chunk->member_count, error);
 	*offsets = *members == 0 ? 0 :
-		upload(chunk->offsets, sizeof(int64) * (chunk->clusters + 1), error);
+		cv_gpu_upload(chunk->offsets, sizeof(int64) * (chunk->clusters + 1), error);
 	return *offsets != 0;
 }
 
@@ -141,10 +123,10 @@ health_gpu_prepare(HealthRun *run, const CvCentroidSet *set)
 	bool		ok;
 
 	gpu->m = (int) Min((int64) run->params.neighbours, set->k - 1);
-	gpu->centroids = upload(set->centroids, sizeof(double) * d * set->k, &error);
+	gpu->centroids = cv_gpu_upload(set->centroids, sizeof(double) * d * set->k, &error);
 	ok = gpu->centroids != 0;
-	ok = ok && (gpu->mean_dist = upload(set->mean_dist, sizeof(double) * set->k, &error)) != 0;
-	ok = ok && (gpu->mean_norm = upload(set->mean_norm, sizeof(double) * set->k, &error)) != 0;
+	ok = ok && (gpu->mean_dist = cv_gpu_upload(set->mean_dist, sizeof(double) * set->k, &error)) != 0;
+	ok = ok && (gpu->mean_norm = cv_gpu_upload(set->mean_norm, sizeof(double) * set->k, &error)) != 0;
 	ok = ok && (gpu->db_ratio = cv_gpu_alloc(sizeof(double) * set->k, &error)) != 0;
 	if (ok && gpu->m > 0)
 	{
@@ -221,7 +203,7 @@ members_pass_on(HealthRun *run, int64 first_cluster, int64 clusters, uint64 memb
 
 	for (int64 i = 0; i < clusters; i++)
 		stats[i] = run->clusters[first_cluster + i].stats;
-	stats_id = upload(stats, stats_bytes, error);
+	stats_id = cv_gpu_upload(stats, stats_bytes, error);
 	ok = stats_id != 0;
 	if (ok)
 	{

@@ -39,25 +39,8 @@ int			cv_gpu_assign_mode = CVCUDA_ASSIGN_FP32;
 static bool
 build_gpu_failed(const CvGpuError *error)
 {
-	if (cv_gpu_mode == CV_GPU_REQUIRE)
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("the GPU worker failed the cvivf build: %s", error->message)));
-	cv_gpu_count_fallback();
+	cv_gpu_fall_back("the cvivf build", error);
 	return false;
-}
-
-static uint64
-upload(const void *data, Size bytes, CvGpuError *error)
-{
-	uint64		id = cv_gpu_alloc(bytes, error);
-
-	if (id != 0 && !cv_gpu_write(id, 0, data, bytes, error))
-	{
-		cv_gpu_free(id);
-		return 0;
-	}
-	return id;
 }
 
 typedef struct SeedRefresh
@@ -133,7 +116,7 @@ cvivf_gpu_train(const float *sample, int64 n, int d, const CvKmeansParams *param
 
 	r.args.n = n;
 	r.args.d = d;
-	r.args.points = upload(sample, sizeof(float) * (Size) n * d, &r.error);
+	r.args.points = cv_gpu_upload(sample, sizeof(float) * (Size) n * d, &r.error);
 	ok = r.args.points != 0 &&
 		(r.args.dist = cv_gpu_alloc(sizeof(double) * (Size) n, &r.error)) != 0;
 	ok = ok && seed_on_gpu(sample, n, params, &r, centroids, lists);
@@ -147,7 +130,7 @@ cvivf_gpu_train(const float *sample, int64 n, int d, const CvKmeansParams *param
 		lloyd.iterations = params->iterations;
 		lloyd.metric = params->metric;
 		lloyd.mode = cv_gpu_assign_mode;
-		lloyd.centroids = upload(centroids, sizeof(float) * (Size) *lists * d, &r.error);
+		lloyd.centroids = cv_gpu_upload(centroids, sizeof(float) * (Size) *lists * d, &r.error);
 		ok = lloyd.centroids != 0 &&
 			(lloyd.assign = cv_gpu_alloc(sizeof(int32) * (Size) n, &r.error)) != 0 &&
 			cv_gpu_call(CV_OP_KMEANS_LLOYD, &lloyd, sizeof(lloyd), NULL, 0, history,
@@ -182,7 +165,7 @@ cvivf_gpu_assigner_begin(const float *centroids, int lists, int d, int metric)
 	a->lists = lists;
 	a->metric = metric;
 	a->capacity = cvivf_gpu_batch_rows(d);
-	a->centroids = upload(centroids, sizeof(float) * (Size) lists * d, &error);
+	a->centroids = cv_gpu_upload(centroids, sizeof(float) * (Size) lists * d, &error);
 	ok = a->centroids != 0 &&
 		(a->points = cv_gpu_alloc(sizeof(float) * (Size) a->capacity * d, &error)) != 0 &&
 		(a->assign = cv_gpu_alloc(sizeof(int32) * (Size) a->capacity, &error)) != 0 &&

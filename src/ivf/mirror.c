@@ -70,71 +70,41 @@ put_part(int mirror, int part, Size offset, const void *data, Size bytes, CvGpuE
 {
 	for (Size done = 0; done < bytes;)
 	{
-		CvGpuRequest request;
 		Size		chunk = Min(bytes - done, CV_GPU_STAGING_BYTES);
 		int64		args[4] = {mirror, part, (int64) (offset + done), (int64) chunk};
-		bool		ok;
 
-		if (!cv_gpu_begin(&request, CV_OP_MIRROR_PUT, true))
-		{
-			error->code = CV_GPU_ERR_WORKER_EXITED;
-			strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
-			return false;
-		}
-		memcpy(request.payload, (const char *) data + done, chunk);
-		ok = cv_gpu_run(&request, args, 4, chunk, error, NULL);
-		cv_gpu_end(&request);
-		if (!ok)
+		if (!cv_gpu_request(CV_OP_MIRROR_PUT, true, args, 4, chunk, (const char *) data + done,
+							NULL, 0, NULL, error))
 			return false;
 		done += chunk;
 	}
 	return true;
 }
 
-/* A request without payload; result[0] into *result when given. */
+/* A request about one mirror (args: its number, and a relfilenode or 0). */
 static bool
-bare_request(int opcode, int64 arg, int64 *result, CvGpuError *error)
+mirror_request(int opcode, int mirror, Oid relfilenode, CvGpuError *error)
 {
-	CvGpuRequest request;
-	int64		args[2] = {arg, 0};
-	bool		ok;
+	int64		args[2] = {mirror, relfilenode};
 
-	if (!cv_gpu_begin(&request, opcode, false))
-	{
-		error->code = CV_GPU_ERR_WORKER_EXITED;
-		strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
-		return false;
-	}
-	ok = cv_gpu_run(&request, args, 2, 0, error, NULL);
-	if (ok && result)
-		*result = cv_gpu_shared->slots[request.slot].result[0];
-	cv_gpu_end(&request);
-	return ok;
+	return cv_gpu_request(opcode, false, args, 2, 0, NULL, NULL, 0, NULL, error);
 }
 
 /* Starts a mirror; *mirror is -1 when one with this key exists or is being made. */
 static bool
 begin_mirror(const CvGpuMirrorKey *key, int *mirror, CvGpuError *error)
 {
-	CvGpuRequest request;
 	int64		args[1];
-	bool		ok;
+	int64		result[2];
 
-	if (!cv_gpu_begin(&request, CV_OP_MIRROR_BEGIN, true))
-	{
-		error->code = CV_GPU_ERR_WORKER_EXITED;
-		strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
-		return false;
-	}
 	/* the worker frees an unfinished mirror once this transaction ends */
 	args[0] = (int64) pg_atomic_read_u64(&cv_gpu_owner_epochs->epoch[MyProc->pgprocno]);
 	cv_gpu_note_allocation();
-	memcpy(request.payload, key, sizeof(*key));
-	ok = cv_gpu_run(&request, args, 1, sizeof(*key), error, NULL);
-	if (ok)
-		*mirror = (int) cv_gpu_shared->slots[request.slot].result[0];
-	cv_gpu_end(&request);
-	return ok;
+	if (!cv_gpu_request(CV_OP_MIRROR_BEGIN, true, args, 1, sizeof(*key), key, NULL, 0, result,
+						error))
+		return false;
+	*mirror = (int) result[0];
+	return true;
 }
 
 /* Collects one list's first `wanted` live tuples into the upload buffers. */
@@ -256,12 +226,12 @@ cvivf_mirror_upload(Relation index, CvGpuError *error)
 		put_part(mirror, CV_MIRROR_PART_OFFSETS, 0, offsets,
 				 sizeof(int64) * (meta.lists + 1), error) &&
 		put_part(mirror, CV_MIRROR_PART_ENDS, 0, ends, sizeof(int64) * meta.lists, error) &&
-		bare_request(CV_OP_MIRROR_COMMIT, mirror, NULL, error);
+		mirror_request(CV_OP_MIRROR_COMMIT, mirror, InvalidOid, error);
 	if (!ok)
 	{
 		CvGpuError	ignored;
 
-		(void) bare_request(CV_OP_MIRROR_DROP, mirror, NULL, &ignored);
+		(void) mirror_request(CV_OP_MIRROR_DROP, mirror, InvalidOid, &ignored);
 	}
 	pfree(u.tids);
 	pfree(u.batch);
@@ -287,36 +257,29 @@ bool
 cvivf_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries, int nq,
 					int k, int probes, CvIvfMirrorAnswer *answer, CvGpuError *error)
 {
-	CvGpuRequest request;
 	CvGpuSearchArgs args = {0};
 	Size		head = MAXALIGN(sizeof(CvGpuSearchArgs));
-	Size		offsets_at = head + MAXALIGN(sizeof(int64) * key->lists);
-	Size		hits_at = cv_search_hits_offset(key->lists);
-	bool		ok;
+	Size		offsets_at = MAXALIGN(sizeof(int64) * key->lists);
+	Size		hits_at = cv_search_hits_offset(key->lists) - head;
+	Size		answer_bytes = hits_at + sizeof(CvGpuSearchHit) * (Size) nq * k;
 
 	args.key = *key;
 	args.mirror = mirror;
 	args.nq = nq;
 	args.k = k;
 	args.probes = probes;
-	if (!cv_gpu_begin(&request, CV_OP_MIRROR_SEARCH, true))
+	answer->block = palloc_extended(answer_bytes, MCXT_ALLOC_HUGE);
+	if (!cv_gpu_call(CV_OP_MIRROR_SEARCH, &args, sizeof(args), queries,
+					 sizeof(float) * (Size) nq * key->dimensions, answer->block, answer_bytes,
+					 error))
 	{
-		error->code = CV_GPU_ERR_WORKER_EXITED;
-		strlcpy(error->message, "the clustervec GPU worker exited", CV_GPU_ERROR_LEN);
+		pfree(answer->block);
 		return false;
 	}
-	memcpy(request.payload, &args, sizeof(args));
-	memcpy(request.payload + head, queries, sizeof(float) * (Size) nq * key->dimensions);
-	ok = cv_gpu_run(&request, NULL, 0, head + sizeof(float) * (Size) nq * key->dimensions,
-					error, NULL);
-	if (ok)
-	{
-		memcpy(answer->ends, request.payload + head, sizeof(int64) * key->lists);
-		memcpy(answer->offsets, request.payload + offsets_at, sizeof(int64) * (key->lists + 1));
-		memcpy(answer->hits, request.payload + hits_at, sizeof(CvGpuSearchHit) * (Size) nq * k);
-	}
-	cv_gpu_end(&request);
-	return ok;
+	answer->ends = (int64 *) answer->block;
+	answer->offsets = (int64 *) (answer->block + offsets_at);
+	answer->hits = (CvGpuSearchHit *) (answer->block + hits_at);
+	return true;
 }
 
 /* The background upload: a worker connected to the index's database. */
@@ -372,6 +335,12 @@ cvivf_mirror_request(Relation index, const CvGpuMirrorKey *key)
 		ereport(DEBUG1,
 				(errmsg("no background worker slot to mirror index \"%s\"",
 						RelationGetRelationName(index))));
+}
+
+void
+cvivf_mirror_answer_free(CvIvfMirrorAnswer *answer)
+{
+	pfree(answer->block);
 }
 
 /* Rows of one list past the mirror's end, as candidates. */
@@ -534,15 +503,10 @@ drop_mirrors_of(Oid indexid)
 		if (copy[m].state == CV_MIRROR_READY && copy[m].key.database == MyDatabaseId &&
 			copy[m].key.index == indexid)
 		{
-			CvGpuRequest request;
 			CvGpuError	ignored;
-			int64		args[2] = {m, copy[m].key.relfilenode};
 
 			/* a failed drop leaves the mirror to the LRU eviction */
-			if (!cv_gpu_begin(&request, CV_OP_MIRROR_DROP, false))
-				return;
-			(void) cv_gpu_run(&request, args, 2, 0, &ignored, NULL);
-			cv_gpu_end(&request);
+			(void) mirror_request(CV_OP_MIRROR_DROP, m, copy[m].key.relfilenode, &ignored);
 		}
 }
 

@@ -35,6 +35,7 @@ extern void cvivf_mirror_request(Relation index, const CvGpuMirrorKey *key);
 /* The answer of one batch search: per list, the mirror's end and row counts, then the hits. */
 typedef struct CvIvfMirrorAnswer
 {
+	char	   *block;			/* the arrays below point into it */
 	int64	   *ends;			/* lists: the last mirrored tuple's (block << 32 | offset), -1 */
 	int64	   *offsets;		/* lists + 1 */
 	CvGpuSearchHit *hits;		/* nq x k */
@@ -43,10 +44,15 @@ typedef struct CvIvfMirrorAnswer
 /* Most queries of dimension d with k hits one request carries (0: not even one). */
 extern int	cvivf_mirror_batch_queries(int lists, int d, int k);
 
-/* One batch search; false with *error when the worker failed or the mirror went away. */
+/*
+ * One batch search; fills answer with arrays of its own (free them with
+ * cvivf_mirror_answer_free).  False with *error when the worker failed or
+ * the mirror went away.
+ */
 extern bool cvivf_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries,
 								int nq, int k, int probes, CvIvfMirrorAnswer *answer,
 								CvGpuError *error);
+extern void cvivf_mirror_answer_free(CvIvfMirrorAnswer *answer);
 
 /* A candidate row of one query: a hit, or a row inserted after the mirror. */
 typedef struct CvIvfMirrorCandidate

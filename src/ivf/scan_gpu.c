@@ -85,9 +85,6 @@ fetch(CvIvfGpuScan *scan, int width)
 	CvGpuError	error = {0};
 	bool		ok;
 
-	answer.ends = palloc(sizeof(int64) * scan->meta->lists);
-	answer.offsets = palloc(sizeof(int64) * (scan->meta->lists + 1));
-	answer.hits = palloc(sizeof(CvGpuSearchHit) * width);
 	ok = cvivf_mirror_search(scan->mirror, &scan->key, scan->query, 1, width, scan->probes,
 							 &answer, &error);
 	if (ok)
@@ -98,16 +95,10 @@ fetch(CvIvfGpuScan *scan, int width)
 						   scan->query, scan->probes, &answer, 0, width, &scan->candidates,
 						   &scan->trusted, &scan->exhausted);
 		scan->width = width;
+		cvivf_mirror_answer_free(&answer);
 	}
-	else if (cv_gpu_mode == CV_GPU_REQUIRE)
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("the GPU worker failed an index scan: %s", error.message)));
 	else
-		cv_gpu_count_fallback();
-	pfree(answer.ends);
-	pfree(answer.offsets);
-	pfree(answer.hits);
+		cv_gpu_fall_back("an index scan", &error);
 	return ok;
 }
 

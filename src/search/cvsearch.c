@@ -227,17 +227,10 @@ search_batch(BatchSearch *s, int first, int nq, int width, QueryState *states)
 	CvIvfMirrorAnswer answer;
 	CvGpuError	error = {0};
 
-	answer.ends = palloc(sizeof(int64) * s->meta.lists);
-	answer.offsets = palloc(sizeof(int64) * (s->meta.lists + 1));
-	answer.hits = palloc_extended(sizeof(CvGpuSearchHit) * (Size) nq * width, MCXT_ALLOC_HUGE);
 	if (!cvivf_mirror_search(s->mirror, &s->key, s->queries + (Size) first * s->meta.dimensions,
 							 nq, width, s->probes, &answer, &error))
 	{
-		if (cv_gpu_mode == CV_GPU_REQUIRE)
-			ereport(ERROR,
-					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-					 errmsg("the GPU worker failed cvsearch: %s", error.message)));
-		cv_gpu_count_fallback();
+		cv_gpu_fall_back("cvsearch", &error);
 		return false;
 	}
 	for (int q = 0; q < nq; q++)
@@ -245,9 +238,7 @@ search_batch(BatchSearch *s, int first, int nq, int width, QueryState *states)
 		states[first + q] = finish_query(s, first + q, q, &answer, width);
 		CHECK_FOR_INTERRUPTS();
 	}
-	pfree(answer.ends);
-	pfree(answer.offsets);
-	pfree(answer.hits);
+	cvivf_mirror_answer_free(&answer);
 	return true;
 }
 

@@ -185,11 +185,7 @@ process_chunk(Search *s)
 	for (; s->use_gpu && first < s->nq; first += s->group)
 		if (!group_on_gpu(s, first, Min(s->group, s->nq - first), &error))
 		{
-			if (cv_gpu_mode == CV_GPU_REQUIRE)
-				ereport(ERROR,
-						(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-						 errmsg("the GPU worker failed cvsearch_exact: %s", error.message)));
-			cv_gpu_count_fallback();
+			cv_gpu_fall_back("cvsearch_exact", &error);
 			s->use_gpu = false;	/* the rest of this search stays on the CPU */
 			break;
 		}

@@ -55,6 +55,16 @@ cv_gpu_count_fallback(void)
 		pg_atomic_fetch_add_u64(&cv_gpu_shared->cpu_fallbacks, 1);
 }
 
+void
+cv_gpu_fall_back(const char *what, const CvGpuError *error)
+{
+	if (cv_gpu_mode == CV_GPU_REQUIRE)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("the GPU worker failed %s: %s", what, error->message)));
+	cv_gpu_count_fallback();
+}
+
 /* Returns every slot this backend holds when it exits mid-request (FATAL, terminate). */
 static void
 abandon_all_on_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())

@@ -47,9 +47,8 @@ set_error(CvGpuError *error, int code, const char *message)
 	strlcpy(error->message, message, CV_GPU_ERROR_LEN);
 }
 
-/* One request with the given arguments; copies the slot's results to result[2]. */
-static bool
-simple_request(int opcode, bool with_payload, const int64 *args, int nargs,
+bool
+cv_gpu_request(int opcode, bool with_payload, const int64 *args, int nargs,
 			   Size payload_bytes, const void *in, void *out, Size out_bytes,
 			   int64 *result, CvGpuError *error)
 {
@@ -99,7 +98,7 @@ cv_gpu_alloc(Size bytes, CvGpuError *error)
 	cv_gpu_note_allocation();
 	args[0] = (int64) bytes;
 	args[1] = (int64) pg_atomic_read_u64(&cv_gpu_owner_epochs->epoch[MyProc->pgprocno]);
-	if (!simple_request(CV_OP_BUFFER_ALLOC, false, args, 2, 0, NULL, NULL, 0, result, error))
+	if (!cv_gpu_request(CV_OP_BUFFER_ALLOC, false, args, 2, 0, NULL, NULL, 0, result, error))
 		return 0;
 	return (uint64) result[0];
 }
@@ -112,7 +111,7 @@ cv_gpu_write(uint64 id, Size offset, const void *data, Size bytes, CvGpuError *e
 		Size		chunk = Min(bytes - done, CV_GPU_STAGING_BYTES);
 		int64		args[3] = {(int64) id, (int64) (offset + done), (int64) chunk};
 
-		if (!simple_request(CV_OP_BUFFER_WRITE, true, args, 3, chunk,
+		if (!cv_gpu_request(CV_OP_BUFFER_WRITE, true, args, 3, chunk,
 							(const char *) data + done, NULL, 0, NULL, error))
 			return false;
 		done += chunk;
@@ -128,12 +127,25 @@ cv_gpu_read(uint64 id, Size offset, void *data, Size bytes, CvGpuError *error)
 		Size		chunk = Min(bytes - done, CV_GPU_STAGING_BYTES);
 		int64		args[3] = {(int64) id, (int64) (offset + done), (int64) chunk};
 
-		if (!simple_request(CV_OP_BUFFER_READ, true, args, 3, chunk,
+		if (!cv_gpu_request(CV_OP_BUFFER_READ, true, args, 3, chunk,
 							NULL, (char *) data + done, chunk, NULL, error))
 			return false;
 		done += chunk;
 	}
 	return true;
+}
+
+uint64
+cv_gpu_upload(const void *data, Size bytes, CvGpuError *error)
+{
+	uint64		id = cv_gpu_alloc(Max(bytes, 1), error);
+
+	if (id != 0 && bytes > 0 && !cv_gpu_write(id, 0, data, bytes, error))
+	{
+		cv_gpu_free(id);
+		return 0;
+	}
+	return id;
 }
 
 void
@@ -144,7 +156,7 @@ cv_gpu_free(uint64 id)
 
 	/* a failure leaves it to the sweep at transaction end */
 	if (id != 0)
-		(void) simple_request(CV_OP_BUFFER_FREE, false, args, 1, 0, NULL, NULL, 0, NULL,
+		(void) cv_gpu_request(CV_OP_BUFFER_FREE, false, args, 1, 0, NULL, NULL, 0, NULL,
 							  &ignored);
 }
 
@@ -167,7 +179,7 @@ cv_gpu_call(int opcode, void *args, Size args_bytes, const void *extra, Size ext
 	memcpy(image, args, args_bytes);
 	if (extra_bytes > 0)
 		memcpy(image + head, extra, extra_bytes);
-	ok = simple_request(opcode, true, NULL, 0, in_bytes, image, image, total, NULL, error);
+	ok = cv_gpu_request(opcode, true, NULL, 0, in_bytes, image, image, total, NULL, error);
 	if (ok)
 	{
 		memcpy(args, image, args_bytes);

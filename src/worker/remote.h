@@ -7,6 +7,16 @@
 
 #include "worker/protocol.h"
 
+/*
+ * One request: nargs args, payload_bytes of `in` (NULL: none) copied into
+ * the staging buffer (with_payload borrows one), out_bytes of it copied to
+ * `out` afterwards, the slot's two results to result (may be NULL).  False
+ * with *error when the worker failed or is gone.
+ */
+extern bool cv_gpu_request(int opcode, bool with_payload, const int64 *args, int nargs,
+						   Size payload_bytes, const void *in, void *out, Size out_bytes,
+						   int64 *result, CvGpuError *error);
+
 /* Allocates bytes of device memory until freed or the transaction ends; 0 on failure. */
 extern uint64 cv_gpu_alloc(Size bytes, CvGpuError *error);
 
@@ -17,6 +27,9 @@ extern void cv_gpu_note_allocation(void);
 extern bool cv_gpu_write(uint64 id, Size offset, const void *data, Size bytes,
 						 CvGpuError *error);
 extern bool cv_gpu_read(uint64 id, Size offset, void *data, Size bytes, CvGpuError *error);
+
+/* A new buffer holding a copy of data (bytes may be 0); 0 on failure. */
+extern uint64 cv_gpu_upload(const void *data, Size bytes, CvGpuError *error);
 
 /* Frees a buffer now (0 allowed); failures leave it to the end of the transaction. */
 extern void cv_gpu_free(uint64 id);

@@ -44,4 +44,11 @@ extern bool cv_gpu_run(CvGpuRequest *request, const int64 *args, int nargs,
 extern void cv_gpu_end(CvGpuRequest *request);
 extern void cv_gpu_count_fallback(void);
 
+/*
+ * The worker failed a request for `what` ("cvsearch", ...): an ERROR under
+ * clustervec.gpu = require, otherwise counted, and the caller goes on on
+ * the CPU.
+ */
+extern void cv_gpu_fall_back(const char *what, const CvGpuError *error);
+
 #endif
