@@ -18,6 +18,7 @@
 #define CVCUDA_TESTS_HARNESS_H
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -227,6 +228,36 @@ harness_init_device(const HarnessArgs *args, InitFn init, CvCudaDeviceInfo *info
 		exit(harness_finish());
 	}
 	check(1, "init device 0");
+}
+
+/*
+ * The order of a k-NN answer (knn_test, ivf_search_test): by distance, NaN
+ * last, then by row or position.
+ */
+static inline int
+ref_before(double da, long long ra, double db, long long rb)
+{
+	int			na = isnan(da),
+				nb = isnan(db);
+
+	if (na != nb)
+		return nb;
+	if (!na && da != db)
+		return da < db;
+	return ra < rb;
+}
+
+/* The distance the API reports: NaN as the one quiet NaN. */
+static inline double
+reported(double d)
+{
+	if (isnan(d))
+	{
+		uint64_t	bits = UINT64_C(0x7ff8000000000000);
+
+		memcpy(&d, &bits, sizeof(d));
+	}
+	return d;
 }
 
 #endif							/* CVCUDA_TESTS_HARNESS_H */

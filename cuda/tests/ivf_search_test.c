@@ -214,32 +214,6 @@ compare_ranked(const void *a, const void *b)
 	return x->list - y->list;
 }
 
-/* The reference order: by distance, NaN last, then by position. */
-static int
-ref_before(double da, long long ra, double db, long long rb)
-{
-	int			na = isnan(da),
-				nb = isnan(db);
-
-	if (na != nb)
-		return nb;
-	if (!na && da != db)
-		return da < db;
-	return ra < rb;
-}
-
-static double
-reported(double v)
-{
-	if (isnan(v))
-	{
-		uint64_t	bits = UINT64_C(0x7ff8000000000000);
-
-		memcpy(&v, &bits, sizeof(v));
-	}
-	return v;
-}
-
 /* The definition, on the scalar kernels. */
 static void
 reference_search(const SearchCase *c, const Mirror *m, int metric, int probes,

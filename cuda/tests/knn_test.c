@@ -135,33 +135,6 @@ fill_duplicates(float *base, long long rows, float *queries, int nq, int dims, u
 	free(pool);
 }
 
-/* The reference order: by distance, NaN last, then by row. */
-static int
-ref_before(double da, long long ra, double db, long long rb)
-{
-	int			na = isnan(da),
-				nb = isnan(db);
-
-	if (na != nb)
-		return nb;
-	if (!na && da != db)
-		return da < db;
-	return ra < rb;
-}
-
-/* The distance the API reports: NaN as the one quiet NaN. */
-static double
-reported(double d)
-{
-	if (isnan(d))
-	{
-		uint64_t	bits = UINT64_C(0x7ff8000000000000);
-
-		memcpy(&d, &bits, sizeof(d));
-	}
-	return d;
-}
-
 /*
  * Brute force with the scalar kernel (the definition): a sorted list of the
  * k best, each row inserted after everything that does not come after it.
