@@ -31,61 +31,21 @@ use Test::More;
 
 # CV_GPU_LIBRARY=clustervec_cuda runs the same scenarios on a real GPU
 # (test/gpu on the H200); the default is the CPU implementation.
-my $gpu_library = $ENV{CV_GPU_LIBRARY} // 'clustervec_cuda_cpu';
+my $gpu_library = cv_gpu_library();
 my $gpu_backend = $gpu_library eq 'clustervec_cuda' ? 'cuda' : 'cpu-shim';
 use Time::HiRes qw(time usleep);
 
 my $dims = 32;
 my $wide_dims = 1536;
 
-my $node = PostgreSQL::Test::Cluster->new('gpu_worker');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'clustervec'
-clustervec.gpu_library = '\$libdir/$gpu_library'
-max_parallel_workers_per_gather = 0
+my $node = cv_gpu_node('gpu_worker', qq{
 max_connections = 60
 log_statement = none
 });
-$node->start;
-cv_install_helpers($node);
 
-# psql with a bound on its run time: a hang fails the test, never blocks it
-sub sql
-{
-	my ($sql, $timeout) = @_;
-	return $node->safe_psql('postgres', $sql, timeout => $timeout // 120);
-}
-
-# (rc, stdout, stderr) of $sql, with a bound on its run time
-sub try_sql
-{
-	my ($sql, $timeout) = @_;
-	my ($out, $err);
-	my $timed_out = 0;
-	my $rc = $node->psql(
-		'postgres', $sql,
-		stdout => \$out,
-		stderr => \$err,
-		timeout => $timeout // 120,
-		timed_out => \$timed_out);
-	return ($timed_out ? 'timed out' : $rc, $out, $err);
-}
-
-# Polls $sql until it returns $want, at most $seconds; returns the seconds it took or undef.
-sub wait_for
-{
-	my ($sql, $want, $seconds) = @_;
-	my $start = time;
-	while (time - $start < $seconds)
-	{
-		my ($rc, $out) = try_sql($sql, 30);
-		return time - $start if $rc eq '0' && $out eq $want;
-		usleep(50_000);
-	}
-	return undef;
-}
+sub sql { return cv_sql($node, @_); }
+sub try_sql { return cv_try_sql($node, @_); }
+sub wait_for { return cv_wait_for($node, @_); }
 
 sub counters
 {

@@ -25,52 +25,20 @@ use Test::More;
 
 # CV_GPU_LIBRARY=clustervec_cuda runs the same scenarios on a real GPU
 # (test/gpu on the H200); the default is the CPU implementation.
-my $gpu_library = $ENV{CV_GPU_LIBRARY} // 'clustervec_cuda_cpu';
+my $gpu_library = cv_gpu_library();
 my $gpu_backend = $gpu_library eq 'clustervec_cuda' ? 'cuda' : 'cpu-shim';
 use Time::HiRes qw(time usleep);
 
 my $dims = 32;
 my $nq = 200;
 
-my $node = PostgreSQL::Test::Cluster->new('gpu_crash');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'clustervec'
-clustervec.gpu_library = '\$libdir/$gpu_library'
+my $node = cv_gpu_node('gpu_crash', qq{
 restart_after_crash = on
-max_parallel_workers_per_gather = 0
 log_statement = none
 });
-$node->start;
-cv_install_helpers($node);
 
-sub sql
-{
-	my ($sql, $timeout) = @_;
-	return $node->safe_psql('postgres', $sql, timeout => $timeout // 120);
-}
-
-# Polls $sql until it returns $want, at most $seconds; returns the seconds it took or undef.
-sub wait_for
-{
-	my ($sql, $want, $seconds) = @_;
-	my $start = time;
-	while (time - $start < $seconds)
-	{
-		my ($out, $err);
-		my $timed_out = 0;
-		my $rc = $node->psql(
-			'postgres', $sql,
-			stdout => \$out,
-			stderr => \$err,
-			timeout => 30,
-			timed_out => \$timed_out);
-		return time - $start if !$timed_out && $rc == 0 && defined $out && $out eq $want;
-		usleep(50_000);
-	}
-	return undef;
-}
+sub sql { return cv_sql($node, @_); }
+sub wait_for { return cv_wait_for($node, @_); }
 
 sub worker_pid
 {

@@ -27,40 +27,21 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-my $gpu_library = $ENV{CV_GPU_LIBRARY} // 'clustervec_cuda_cpu';
+my $gpu_library = cv_gpu_library();
 my $real_gpu = $gpu_library eq 'clustervec_cuda';
 
-my $node = PostgreSQL::Test::Cluster->new('gpu_paths');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-shared_preload_libraries = 'clustervec'
-clustervec.gpu_library = '\$libdir/$gpu_library'
-max_parallel_workers_per_gather = 0
+my $node = cv_gpu_node('gpu_paths', qq{
 maintenance_work_mem = 128MB
 max_worker_processes = 16
 });
-$node->start;
-cv_install_helpers($node);
 
 sub sql
 {
 	my ($sql, $timeout) = @_;
-	return $node->safe_psql('postgres', $sql, timeout => $timeout // 300);
+	return cv_sql($node, $sql, $timeout // 300);
 }
 
-sub wait_for
-{
-	my ($sql, $want, $seconds) = @_;
-	my $start = time;
-	while (time - $start < $seconds)
-	{
-		my $out = sql($sql);
-		return time - $start if $out eq $want;
-		usleep(100_000);
-	}
-	return undef;
-}
+sub wait_for { return cv_wait_for($node, @_); }
 
 sub info
 {

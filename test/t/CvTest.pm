@@ -15,6 +15,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes ();
 
 our @EXPORT = qw(
   cv_new_node
@@ -29,6 +30,11 @@ our @EXPORT = qw(
   cv_start_pgbench
   cv_running
   cv_finish_psql
+  cv_gpu_library
+  cv_gpu_node
+  cv_sql
+  cv_try_sql
+  cv_wait_for
 );
 
 # A started node with clustervec and the data-generating SQL functions in
@@ -249,6 +255,71 @@ sub cv_finish_psql
 	my ($h) = @_;
 	$h->{run}->finish;
 	return ($h->{run}->result(0), $h->{stdout}, $h->{stderr});
+}
+
+# The GPU library the worker opens: CV_GPU_LIBRARY=clustervec_cuda runs the
+# GPU tests on a real GPU (test/gpu on the H200); the default is the CPU
+# implementation of the same API.
+sub cv_gpu_library
+{
+	return $ENV{CV_GPU_LIBRARY} // 'clustervec_cuda_cpu';
+}
+
+# A started node with clustervec preloaded (so the GPU worker runs) opening
+# cv_gpu_library(), and the helpers installed; $conf: more postgresql.conf.
+sub cv_gpu_node
+{
+	my ($name, $conf) = @_;
+	my $library = cv_gpu_library();
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', qq{
+shared_preload_libraries = 'clustervec'
+clustervec.gpu_library = '\$libdir/$library'
+max_parallel_workers_per_gather = 0
+} . ($conf // ''));
+	$node->start;
+	cv_install_helpers($node);
+	return $node;
+}
+
+# psql with a bound on its run time: a hang fails the test, never blocks it.
+sub cv_sql
+{
+	my ($node, $sql, $timeout) = @_;
+	return $node->safe_psql('postgres', $sql, timeout => $timeout // 120);
+}
+
+# (rc, stdout, stderr) of $sql, with a bound on its run time.
+sub cv_try_sql
+{
+	my ($node, $sql, $timeout) = @_;
+	my ($out, $err);
+	my $timed_out = 0;
+	my $rc = $node->psql(
+		'postgres', $sql,
+		stdout => \$out,
+		stderr => \$err,
+		timeout => $timeout // 120,
+		timed_out => \$timed_out);
+	return ($timed_out ? 'timed out' : $rc, $out, $err);
+}
+
+# Polls $sql until it returns $want, at most $seconds (errors and timeouts
+# count as not yet); returns the seconds it took, or undef.
+sub cv_wait_for
+{
+	my ($node, $sql, $want, $seconds) = @_;
+	my $start = Time::HiRes::time();
+	while (Time::HiRes::time() - $start < $seconds)
+	{
+		my ($rc, $out) = cv_try_sql($node, $sql, 30);
+		return Time::HiRes::time() - $start if $rc eq '0' && defined $out && $out eq $want;
+		Time::HiRes::usleep(20_000);
+	}
+	return undef;
 }
 
 1;
