@@ -314,6 +314,18 @@ like($err, qr/query 1 is NULL/, 'cvsearch refuses a NULL query');
 ($rc, $out, $err) = $node->psql('postgres', q{SELECT * FROM cvsearch('items_gpu', (SELECT array_agg(v) FROM queries), 5000)},
 	stdout => \$out, stderr => \$err);
 like($err, qr/k must be between 1 and 1024/, 'cvsearch refuses k beyond 1024');
+is(sql(q{SELECT count(*) FROM cvsearch('items_gpu', ARRAY[]::cvec[], 5)}), '0',
+	'cvsearch of no queries returns no rows');
+is(sql(q{SELECT count(*) FROM cvsearch('items_gpu', ARRAY['[1,2]'::cvec], NULL)}), '0',
+	'cvsearch with a NULL k returns no rows');
+sql(q{CREATE TABLE empty_items (v cvec(32));
+	  SET client_min_messages = warning;
+	  CREATE INDEX empty_ivf ON empty_items USING cvivf (v cvec_l2_ops)});
+is(sql(q{SET clustervec.gpu = require; SELECT count(*) FROM cvsearch('empty_ivf', (SELECT array_agg(v) FROM queries WHERE qid <= 3), 5)}),
+	'0', 'cvsearch over an index of an empty table returns no rows');
+($rc, $out, $err) = $node->psql('postgres', q{SELECT * FROM cvsearch('items_gpu', ARRAY['[1,2]'::cvec], 5, 0)},
+	stdout => \$out, stderr => \$err);
+like($err, qr/probes must be at least 1/, 'cvsearch refuses probes below 1');
 
 $node->stop;
 done_testing();
