@@ -10,7 +10,7 @@ HP_BENCH_CC ?= cc
 HP_BENCH_CFLAGS = -O2 -Wall -Wextra -ffp-contract=off -Wmissing-prototypes \
 	-Wdeclaration-after-statement
 HP_BENCH_SRCS = $(wildcard $(HP_BENCH_MATH)/distance*.c) \
-	$(wildcard $(HP_BENCH_MATH)/health_pairwise*.c)
+	$(wildcard $(HP_BENCH_MATH)/health_pairwise*.c) $(HP_BENCH_MATH)/health_hooks.c
 HP_BENCH_HDRS = $(wildcard $(HP_BENCH_MATH)/distance*.h) \
 	$(HP_BENCH_MATH)/health.h $(wildcard $(HP_BENCH_MATH)/health_pairwise*.h)
 HP_BENCH_BIN = $(HP_BENCH_DIR)/health_pairwise_bench

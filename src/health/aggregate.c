@@ -35,20 +35,59 @@ PG_FUNCTION_INFO_V1(cluster_stats_final);
 #define ST_HEADER 6
 #define STATE_LENGTH(d) (ST_HEADER + 2 * (d))
 
-/* The state's elements after checking its shape; empty states have d = 0. */
+static void
+invalid_state(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("invalid cluster_stats state"),
+			 errdetail("%s.", why)));
+}
+
+/* The counts and moments of a non-empty state hold together (every value finite, checked first). */
+static void
+check_moments(const float8 *s)
+{
+	if (!cvec_is_row_count(s[ST_N]) || s[ST_N] < 1)
+		invalid_state("The member count is not a whole number >= 1");
+	if (!cvec_is_row_count(s[ST_NONZERO]) || s[ST_NONZERO] > s[ST_N])
+		invalid_state("The count of nonzero members is not a whole number between 0 and the member count");
+	if (s[ST_NORM_MEAN] < 0)
+		invalid_state("The mean norm is negative");
+}
+
+/*
+ * The state's elements after checking them; empty states have d = 0.  The
+ * support functions are callable directly, so a state may come from anyone:
+ * its dimension count must be a whole number matching its length before
+ * anything indexes by it, and every value finite, or a result would hold
+ * NaN or infinity.
+ */
 static float8 *
 state_values(ArrayType *state, int *d)
 {
-	int			length = ArrayGetNItems(ARR_NDIM(state), ARR_DIMS(state));
-	float8	   *values = (float8 *) ARR_DATA_PTR(state);
+	int			length;
+	float8	   *values;
+	double		dims;
 
-	if (ARR_NDIM(state) != 1 || ARR_HASNULL(state) || ARR_ELEMTYPE(state) != FLOAT8OID ||
-		length < 1 || values[ST_D] < 0 || values[ST_D] > CVEC_MAX_DIM ||
-		(values[ST_D] > 0 && length != STATE_LENGTH((int) values[ST_D])))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("invalid cluster_stats state")));
-	*d = (int) values[ST_D];
+	if (ARR_NDIM(state) != 1 || ARR_HASNULL(state) || ARR_ELEMTYPE(state) != FLOAT8OID)
+		invalid_state("Expected a one-dimensional float8[] without NULLs");
+	length = ARR_DIMS(state)[0];
+	values = (float8 *) ARR_DATA_PTR(state);
+	if (length < 1)
+		invalid_state("The state is empty");
+	dims = values[ST_D];
+	if (!cvec_is_row_count(dims) || dims > CVEC_MAX_DIM)
+		invalid_state("The dimension count is not a whole number between 0 and " CppAsString2(CVEC_MAX_DIM));
+	*d = (int) dims;
+	if (*d == 0)
+		return values;			/* no member yet: nothing else is read */
+	if (length != STATE_LENGTH(*d))
+		invalid_state("The length does not match the dimension count");
+	for (int i = 0; i < length; i++)
+		if (!isfinite(values[i]))
+			invalid_state("A value is not finite");
+	check_moments(values);
 	return values;
 }
 
@@ -116,10 +155,15 @@ cluster_stats_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 	}
 	v = PG_GETARG_CVEC_P(1);
-	state = PG_ARGISNULL(0) ? new_state(v->dim) : writable_state(fcinfo, 0);
-	state_values(state, &d);
-	if (d == 0)
+	if (PG_ARGISNULL(0))
 		state = new_state(d = v->dim);
+	else
+	{
+		state = writable_state(fcinfo, 0);
+		state_values(state, &d);
+		if (d == 0)
+			state = new_state(d = v->dim);
+	}
 	if (d != v->dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -246,5 +290,9 @@ cluster_stats_final(PG_FUNCTION_ARGS)
 							   sqrt(Max(s[ST_NORM_M2], 0) / s[ST_N]) / s[ST_NORM_MEAN]);
 	nulls[7] = s[ST_NONZERO] == 0;
 	values[7] = Float8GetDatum(nulls[7] ? 0 : unit_sum_norm(s, d) / s[ST_NONZERO]);
+	/* finite moments can still overflow in the products above */
+	for (int i = 2; i < 8; i++)
+		if (!nulls[i] && !isfinite(DatumGetFloat8(values[i])))
+			invalid_state("Its statistics overflow float8");
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -307,26 +307,57 @@ prepare_globals(HealthRun *run)
 		(void) health_gpu_prepare(run, &globals->set);
 }
 
-/* The CPU neighbour table, made the first time the CPU path needs it. */
+/*
+ * The CPU neighbour table, made the first time the CPU path needs it; over
+ * 100,000 clusters that is minutes of work, so it stops for interrupts as
+ * the pairwise pass does.
+ */
 static void
 ensure_cpu_table(HealthRun *run)
 {
 	Globals    *globals = (Globals *) run->globals;
+	int			rc;
 
 	if (globals->table.nearest != NULL || globals->table.db_ratio != NULL)
 		return;
-	if (cv_health_neighbour_prepare(&globals->set, run->params.neighbours, &globals->table) != 0)
+	while ((rc = cv_health_neighbour_prepare(&globals->set, run->params.neighbours,
+											 &globals->table)) == CV_HEALTH_STOPPED)
+		CHECK_FOR_INTERRUPTS();
+	if (rc != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory preparing the neighbour family of cluster_health")));
 }
 
-/* The pass polls this between blocks: a cancel or timeout must not wait for a large cluster. */
+/* src/math polls this between blocks: a cancel or timeout must not wait for a large cluster. */
 static bool
 interrupt_pending(void)
 {
 	/* only what CHECK_FOR_INTERRUPTS can act on now, or the retry would spin */
 	return InterruptPending && INTERRUPTS_CAN_BE_PROCESSED();
+}
+
+/* src/math's buffers: accounted in the current memory context, NULL (not an ERROR) when refused. */
+static void *
+context_alloc(size_t bytes)
+{
+	return palloc_extended(bytes, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static void
+context_release(void *block)
+{
+	pfree(block);
+}
+
+static const CvHealthMemory context_memory = {context_alloc, context_release};
+
+/* Points src/math's hooks at this backend: interrupts stop it, memory comes from contexts. */
+static void
+install_math_hooks(void)
+{
+	cv_health_stop_requested = interrupt_pending;
+	cv_health_memory = &context_memory;
 }
 
 /*
@@ -340,9 +371,22 @@ pairwise_interruptibly(HealthRun *run, const float *x, int64 n, int d, const uin
 {
 	int			rc;
 
-	cv_health_stop_requested = interrupt_pending;
 	while ((rc = cv_health_pairwise(x, n, d, n >= 2 ? side : NULL, &run->params, NAN,
 									stats)) == CV_HEALTH_STOPPED)
+		CHECK_FOR_INTERRUPTS();
+	return rc;
+}
+
+/* effective_rank, stopping for pending interrupts as the pairwise class does. */
+static int
+rank_interruptibly(HealthRun *run, const float *x, int64 n, const double *centroid,
+				   CvClusterStats *stats)
+{
+	int			d = run->input.dimensions;
+	int			rc;
+
+	while ((rc = cv_health_effective_rank(x, n, d, centroid, &run->params,
+										  stats)) == CV_HEALTH_STOPPED)
 		CHECK_FOR_INTERRUPTS();
 	return rc;
 }
@@ -371,7 +415,7 @@ cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
 						(long long) n)));
 	pfree(side);
 	cv_health_potential(x, n, d, cluster->centroid, run->k, stats);
-	if (cv_health_effective_rank(x, n, d, cluster->centroid, &run->params, stats) != 0)
+	if (rank_interruptibly(run, x, n, cluster->centroid, stats) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory computing effective_rank of a cluster of %lld members",
@@ -442,6 +486,7 @@ health_run(HealthRun *run)
 {
 	run->started = run->last_report = GetCurrentTimestamp();
 	run->k = 0;
+	install_math_hooks();
 	run->use_gpu = run->input.rows > 0 && cv_gpu_should_use();
 	if (run->input.rows > 0)
 	{

@@ -73,8 +73,10 @@ read_parameters(FunctionCallInfo fcinfo, int first, HealthRun *run)
 	check_range(p->outlier_z >= 0 && isfinite(p->outlier_z), "outlier_z", "a finite number >= 0");
 	check_range(p->dup_cos > 0 && p->dup_cos <= 1, "dup_cos", "in (0, 1]");
 	check_range(p->neighbours >= 1, "neighbours", ">= 1");
-	check_range(p->sigma_bins >= 2, "sigma_bins", ">= 2");
-	check_range(p->entropy_bins >= 2, "entropy_bins", ">= 2");
+	check_range(p->sigma_bins >= 2 && p->sigma_bins <= CV_HEALTH_MAX_BINS, "sigma_bins",
+				"between 2 and " CppAsString2(CV_HEALTH_MAX_BINS));
+	check_range(p->entropy_bins >= 2 && p->entropy_bins <= CV_HEALTH_MAX_BINS, "entropy_bins",
+				"between 2 and " CppAsString2(CV_HEALTH_MAX_BINS));
 	check_range(p->rank_max_members >= 2, "rank_max_members", ">= 2");
 }
 

@@ -17,6 +17,7 @@
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
@@ -193,18 +194,55 @@ take_row(Reader *reader, HeapTuple tuple, TupleDesc desc, TupleTableSlot *in)
 	input->rows++;
 }
 
+/*
+ * Only a plain read can be the input: anything else would fail later with
+ * "not allowed in a non-volatile function", which names neither the
+ * function nor what is wrong.
+ */
+static void
+check_read_only(SPIPlanPtr plan, const char *what)
+{
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+	ListCell   *lc;
+	bool		reads = list_length(sources) == 1;
+
+	foreach(lc, sources)
+	{
+		CachedPlanSource *source = (CachedPlanSource *) lfirst(lc);
+		ListCell   *qc;
+
+		foreach(qc, source->query_list)
+		{
+			Query	   *q = lfirst_node(Query, qc);
+
+			reads = reads && q->commandType == CMD_SELECT && !q->hasModifyingCTE &&
+				q->rowMarks == NIL && q->utilityStmt == NULL;
+		}
+	}
+	if (!reads)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s of cluster_health must be a single read-only SELECT", what),
+				 errhint("Pass a SELECT (or VALUES, TABLE, WITH ... SELECT) without FOR UPDATE or data-modifying WITH clauses.")));
+}
+
 /* Runs the query once through a cursor, feeding every row to the sort. */
 static void
 read_rows(Reader *reader, const char *query, const char *what, int min_columns, int max_columns)
 {
 	Portal		portal;
+	SPIPlanPtr	plan;
 	TupleDesc	desc;
 	TupleTableSlot *in;
 
 	reader->outer = CurrentMemoryContext;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	portal = SPI_cursor_open_with_args(NULL, query, 0, NULL, NULL, NULL, true, 0);
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	check_read_only(plan, what);
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 	desc = portal->tupDesc;
 	if (desc->natts < min_columns || desc->natts > max_columns)
 		ereport(ERROR,
@@ -248,8 +286,14 @@ health_read_table(HealthInput *input, Oid relid, const char *label_column,
 {
 	Reader		reader = {0};
 	StringInfoData query;
-	char		relkind = get_rel_relkind(relid);
+	char		relkind;
 	char	   *what;
+
+	if (get_rel_name(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	relkind = get_rel_relkind(relid);
 
 	check_column(relid, label_column, "cluster");
 	check_column(relid, vector_column, "vector");

@@ -22,9 +22,9 @@ check_dimensions(Relation index, CvIvfMetaPageData *meta, const CVec *v)
 	if ((int) meta->dimensions != v->dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("expected %u dimensions, not %d", meta->dimensions, v->dim),
-				 errdetail("Index \"%s\" holds vectors of %u dimensions.",
-						   RelationGetRelationName(index), meta->dimensions)));
+				 errmsg("index \"%s\" holds vectors of %u dimensions, not %d",
+						RelationGetRelationName(index), meta->dimensions, v->dim),
+				 errhint("An index on a cvec column without a dimension count takes the dimensions of its first vector; declare the column as cvec(n).")));
 }
 
 bool

@@ -254,7 +254,10 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("different cvec dimensions %u and %d",
-						state->meta.dimensions, state->query_dim)));
+						state->meta.dimensions, state->query_dim),
+				 errdetail("Index \"%s\" holds vectors of %u dimensions.",
+						   RelationGetRelationName(scan->indexRelation),
+						   state->meta.dimensions)));
 	state->started = true;
 	pgstat_count_index_scan(scan->indexRelation);
 	if (!state->query_is_null)

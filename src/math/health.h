@@ -77,6 +77,30 @@ typedef enum CvStat
 	CV_STAT_COUNT
 } CvStat;
 
+/*
+ * Where the statistics modules get memory: NULL (the default) is malloc and
+ * free; the SQL layer points it at its memory contexts.  alloc returns NULL
+ * when memory ran out (never raises), so every module's -1 path still runs.
+ */
+typedef struct CvHealthMemory
+{
+	void	   *(*alloc) (size_t bytes);
+	void		(*release) (void *block);
+} CvHealthMemory;
+
+extern const CvHealthMemory *cv_health_memory;
+
+/* count * size zeroed, 64-byte aligned bytes from cv_health_memory; NULL when out of memory. */
+extern void *cv_health_alloc(size_t count, size_t size);
+extern void cv_health_free(void *block);
+
+/*
+ * The largest histograms a caller may ask for (sigma_bins, entropy_bins):
+ * far finer than any distance distribution needs, and small enough that the
+ * pairwise pass's bin index and its histograms stay bounded.
+ */
+#define CV_HEALTH_MAX_BINS 65536
+
 /* The degeneracy tolerance of STATISTICS.md ("counts as 0"). */
 #define CV_HEALTH_EPS 1e-6
 
@@ -85,8 +109,8 @@ typedef struct CvHealthParams
 	double		outlier_z;		/* >= 0 */
 	double		dup_cos;		/* (0, 1] */
 	int			neighbours;		/* >= 1 */
-	int			sigma_bins;		/* >= 2 */
-	int			entropy_bins;	/* >= 2 */
+	int			sigma_bins;		/* 2 .. CV_HEALTH_MAX_BINS */
+	int			entropy_bins;	/* 2 .. CV_HEALTH_MAX_BINS */
 	int			rank_max_members;	/* >= 2 */
 } CvHealthParams;
 
@@ -162,14 +186,16 @@ extern int	cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 								CvClusterStats *out);
 
 /*
- * Polled between blocks of the pairwise pass (well under a second apart at
- * d = 1024); when it returns true the pass stops and cv_health_pairwise
- * returns CV_HEALTH_STOPPED with the columns NULL.  NULL (the default):
- * never stop.  The SQL layer points it at "an interrupt is pending", so a
- * cancel or statement_timeout ends a large cluster's pass without waiting
- * for it.
+ * Polled between blocks of the pairwise pass and of the neighbour table
+ * (well under a second apart at d = 1024); when it returns true the work
+ * stops and its function returns CV_HEALTH_STOPPED (the pairwise columns
+ * NULL, the table empty).  NULL (the default): never stop.  The SQL layer
+ * points it at "an interrupt is pending", so a cancel or statement_timeout
+ * ends a large cluster's pass or a table over many clusters without
+ * waiting for it.
  */
 extern bool (*cv_health_stop_requested) (void);
+extern bool cv_health_should_stop(void);
 
 #define CV_HEALTH_STOPPED (-2)
 
@@ -184,7 +210,11 @@ extern int	cv_health_pairwise(const float *x, int64_t n, int d, const uint8_t *s
 							   const CvHealthParams *params, double sigma_override,
 							   CvClusterStats *out);
 
-/* 5. The nearest other centroids of every centroid; free with cv_health_neighbour_free. */
+/*
+ * 5. The nearest other centroids of every centroid; free with
+ * cv_health_neighbour_free.  Returns 0, -1 when memory ran out, or
+ * CV_HEALTH_STOPPED (the table then holds nothing).
+ */
 extern int	cv_health_neighbour_prepare(const CvCentroidSet *set, int neighbours,
 										CvNeighbourTable *table);
 extern void cv_health_neighbour_free(CvNeighbourTable *table);
@@ -198,7 +228,10 @@ extern void cv_health_neighbour(const float *x, int64_t n, int d, int64_t index,
 extern void cv_health_potential(const float *x, int64_t n, int d, const double *centroid,
 								int64_t k, CvClusterStats *out);
 
-/* 6. effective_rank, or NULL with rank_refused set when n > rank_max_members. */
+/*
+ * 6. effective_rank, or NULL with rank_refused set when n > rank_max_members.
+ * Returns 0, -1 when out of memory, or CV_HEALTH_STOPPED.
+ */
 extern int	cv_health_effective_rank(const float *x, int64_t n, int d, const double *centroid,
 									 const CvHealthParams *params, CvClusterStats *out);
 

@@ -8,7 +8,7 @@
  *   2. r_i = ||x_i - c|| from float64 differences, with Welford moments of
  *      r_i (population convention), the inertia, the radius and cohesion;
  *   3. the threshold counts over the stored r_i, which need mu and s.
- * Scratch is n + d doubles from malloc; should that fail, the unit vectors
+ * Scratch is n + d doubles from cv_health_alloc; should that fail, the unit vectors
  * get a sweep of their own in the centroid buffer and sweep 3 recomputes
  * r_i from the members, which gives the same values, only slower.
  */
@@ -387,7 +387,7 @@ scratch_alloc(int64_t n, int d)
 
 	if ((uint64_t) n > SIZE_MAX / sizeof(double) - (size_t) d)
 		return NULL;
-	return malloc(count * sizeof(double));
+	return cv_health_alloc(count, sizeof(double));
 }
 
 /* 1. Centroid family except novelty and between_ss; writes the centroid (d float64). */
@@ -432,7 +432,7 @@ cv_health_centroid(const float *x, int64_t n, int d, const CvHealthParams *param
 	else
 		cv_stat_set(out, CV_STAT_COHESION, dm.cos_sum / (double) n);
 	set_threshold_columns(x, n, d, centroid, r, dm.mean, s, params->outlier_z, out);
-	free(scratch);
+	cv_health_free(scratch);
 }
 
 /* g: the mean of all rows = the n-weighted mean of the centroids (float64, d). */

@@ -416,8 +416,12 @@ visit_block(const CvCentroidSet *set, CvNeighbourTable *table, int *count,
 	}
 }
 
-/* Visits every pair (i, j), i < j, with i in the tile [i0, i1). */
-static void
+/*
+ * Visits every pair (i, j), i < j, with i in the tile [i0, i1); false when
+ * the host asked to stop (polled every few columns: a tile over 100,000
+ * centroids is seconds of work).
+ */
+static bool
 visit_tile(const CvCentroidSet *set, CvNeighbourTable *table, int *count,
 		   PairKernel kernel, int64_t i0, int64_t i1)
 {
@@ -425,8 +429,13 @@ visit_tile(const CvCentroidSet *set, CvNeighbourTable *table, int *count,
 	int64_t		j;
 
 	for (j = i0; j < set->k; j += 2)
+	{
+		if ((j - i0) % 64 == 0 && cv_health_should_stop())
+			return false;
 		for (i = i0; i < i1 && i <= j; i += 2)
 			visit_block(set, table, count, kernel, i, j);
+	}
+	return true;
 }
 
 /* Centroids per tile: even, at least 2, about TILE_BYTES of them. */
@@ -447,11 +456,11 @@ allocate_table(CvNeighbourTable *table)
 
 	if (table->m > 0 && entries / (size_t) table->m != (size_t) table->k)
 		return false;
-	table->db_ratio = calloc((size_t) table->k, sizeof(double));
+	table->db_ratio = cv_health_alloc((size_t) table->k, sizeof(double));
 	if (table->m > 0)
 	{
-		table->nearest = malloc(entries * sizeof(int64_t));
-		table->nearest_dist = malloc(entries * sizeof(double));
+		table->nearest = cv_health_alloc(entries, sizeof(int64_t));
+		table->nearest_dist = cv_health_alloc(entries, sizeof(double));
 	}
 	if (table->db_ratio == NULL ||
 		(table->m > 0 && (table->nearest == NULL || table->nearest_dist == NULL)))
@@ -465,7 +474,8 @@ allocate_table(CvNeighbourTable *table)
 /*
  * The m = min(neighbours, k - 1) nearest other centroids of every centroid,
  * nearest first, and db_ratio.  neighbours below 1 counts as 1 (the SQL
- * layer rejects it first).  Returns 0, or -1 when out of memory.
+ * layer rejects it first).  Returns 0, -1 when out of memory, or
+ * CV_HEALTH_STOPPED.
  */
 int
 cv_health_neighbour_prepare(const CvCentroidSet *set, int neighbours,
@@ -488,19 +498,24 @@ cv_health_neighbour_prepare(const CvCentroidSet *set, int neighbours,
 		return -1;
 	if (table->m == 0)
 		return 0;
-	count = calloc((size_t) table->k, sizeof(int));
+	count = cv_health_alloc((size_t) table->k, sizeof(int));
 	if (count == NULL)
 	{
 		cv_health_neighbour_free(table);
 		return -1;
 	}
 	for (i0 = 0; i0 < table->k; i0 += step)
-		visit_tile(set, table, count, kernel, i0,
-				   i0 + step < table->k ? i0 + step : table->k);
+		if (!visit_tile(set, table, count, kernel, i0,
+						i0 + step < table->k ? i0 + step : table->k))
+		{
+			cv_health_free(count);
+			cv_health_neighbour_free(table);
+			return CV_HEALTH_STOPPED;
+		}
 	for (i = 0; i < table->k; i++)
 		sort_heap(table->nearest + i * table->m,
 				  table->nearest_dist + i * table->m, table->m);
-	free(count);
+	cv_health_free(count);
 	return 0;
 }
 
@@ -508,9 +523,9 @@ cv_health_neighbour_prepare(const CvCentroidSet *set, int neighbours,
 void
 cv_health_neighbour_free(CvNeighbourTable *table)
 {
-	free(table->nearest);
-	free(table->nearest_dist);
-	free(table->db_ratio);
+	cv_health_free(table->nearest);
+	cv_health_free(table->nearest_dist);
+	cv_health_free(table->db_ratio);
 	table->nearest = NULL;
 	table->nearest_dist = NULL;
 	table->db_ratio = NULL;

@@ -100,7 +100,6 @@ typedef struct Pairwise
 	bool		stopped;		/* cv_health_stop_requested said so: results void */
 } Pairwise;
 
-bool		(*cv_health_stop_requested) (void) = NULL;
 
 /* Pass-1 accumulators. */
 typedef struct Pass1
@@ -262,33 +261,29 @@ timer_stop(const double *start, CvPairwiseProfile *profile, int pass)
 }
 
 /*
- * Cache-line-aligned memory (free() releases it): the kernels' 64-byte
- * loads of the packed panels and the Gram tile then never straddle two
- * lines, which costs the AVX-512 kernel about 5% otherwise.
+ * Cache-line-aligned memory (cv_health_alloc's blocks are): the kernels'
+ * 64-byte loads of the packed panels and the Gram tile then never straddle
+ * two lines, which costs the AVX-512 kernel about 5% otherwise.
  */
 static void *
 alloc_lines(size_t bytes)
 {
-	void	   *p = NULL;
-
-	if (posix_memalign(&p, 64, bytes == 0 ? 64 : bytes) != 0)
-		return NULL;
-	return p;
+	return cv_health_alloc(bytes, 1);
 }
 
 /* Frees what setup allocated (NULL members are fine). */
 static void
 pairwise_free(Pairwise *pw)
 {
-	free(pw->centre);
-	free(pw->norm_u);
-	free(pw->norm_x);
-	free(pw->centre_dot);
-	free(pw->pack_i);
-	free(pw->pack_j);
-	free(pw->gram);
-	free(pw->col_d2);
-	free(pw->col_dist);
+	cv_health_free(pw->centre);
+	cv_health_free(pw->norm_u);
+	cv_health_free(pw->norm_x);
+	cv_health_free(pw->centre_dot);
+	cv_health_free(pw->pack_i);
+	cv_health_free(pw->pack_j);
+	cv_health_free(pw->gram);
+	cv_health_free(pw->col_d2);
+	cv_health_free(pw->col_dist);
 }
 
 /*
@@ -384,10 +379,10 @@ pairwise_setup(Pairwise *pw, const CvPairwiseKernels *kern, const float *x,
 	pw->d = d;
 	pw->kern = kern;
 	pw->tile_i = choose_tile_i(n, d);
-	pw->centre = malloc(sizeof(double) * dd);
-	pw->norm_u = malloc(sizeof(double) * (size_t) n);
-	pw->norm_x = malloc(sizeof(double) * (size_t) n);
-	pw->centre_dot = malloc(sizeof(double) * (size_t) n);
+	pw->centre = cv_health_alloc(dd, sizeof(double));
+	pw->norm_u = cv_health_alloc((size_t) n, sizeof(double));
+	pw->norm_x = cv_health_alloc((size_t) n, sizeof(double));
+	pw->centre_dot = cv_health_alloc((size_t) n, sizeof(double));
 	pw->pack_i = alloc_lines(sizeof(double) * (size_t) pw->tile_i * dd);
 	/* rows 8 doubles apart from a multiple of 8: the nr rows a kernel reads
 	 * do not all fall in the same L1 sets when d is a power of two */
@@ -693,7 +688,7 @@ merge_hist(int64_t *hist, int bins)
 
 	for (w = 1; w < HIST_WAYS; w++)
 		for (b = 0; b < bins; b++)
-			hist[b] += hist[w * bins + b];
+			hist[b] += hist[(size_t) w * (size_t) bins + (size_t) b];
 }
 
 /* ---------------------------------------------------------------------
@@ -749,7 +744,7 @@ run_pass(Pairwise *pw, int pass, void *acc)
 			consume_tile(pw, pass, acc, i0, rows_i, j0, rows_j);
 		}
 		/* a block of rows against all later ones: a bounded wait for a cancel */
-		if (cv_health_stop_requested != NULL && cv_health_stop_requested())
+		if (cv_health_should_stop())
 			pw->stopped = true;
 	}
 }
@@ -775,7 +770,7 @@ null_all(CvClusterStats *out)
 static bool
 mean_cos_identity(const Pairwise *pw, double *mean)
 {
-	double	   *unit = calloc((size_t) pw->d, sizeof(double));
+	double	   *unit = cv_health_alloc((size_t) pw->d, sizeof(double));
 	double		sq = 0.0;
 	int64_t		m = 0;
 	int64_t		i;
@@ -795,7 +790,7 @@ mean_cos_identity(const Pairwise *pw, double *mean)
 	}
 	for (k = 0; k < pw->d; k++)
 		sq += unit[k] * unit[k];
-	free(unit);
+	cv_health_free(unit);
 	*mean = (sq - (double) m) / ((double) pw->n * (double) (pw->n - 1));
 	return true;
 }
@@ -891,10 +886,10 @@ do_pass1(Pairwise *pw, const uint8_t *side, const CvHealthParams *params,
 	acc->sigma_width = 2.0 * radius / params->sigma_bins;
 	acc->sigma_inv_width = params->sigma_bins / (2.0 * radius);
 	acc->side = out->collapsed ? NULL : side;
-	acc->dup_member = calloc((size_t) pw->n, 1);
+	acc->dup_member = cv_health_alloc((size_t) pw->n, 1);
 	acc->sigma_hist = want_hist
-		? calloc((size_t) acc->sigma_bins * HIST_WAYS, sizeof(int64_t)) : NULL;
-	acc->side_sum = acc->side != NULL ? calloc((size_t) pw->n * 2, sizeof(double)) : NULL;
+		? cv_health_alloc((size_t) acc->sigma_bins * HIST_WAYS, sizeof(int64_t)) : NULL;
+	acc->side_sum = acc->side != NULL ? cv_health_alloc((size_t) pw->n * 2, sizeof(double)) : NULL;
 	if (acc->dup_member == NULL || (want_hist && acc->sigma_hist == NULL)
 		|| (acc->side != NULL && acc->side_sum == NULL))
 		return false;
@@ -945,7 +940,7 @@ do_pass2(Pairwise *pw, const CvHealthParams *params, const Pass1 *p1,
 	acc.minus_inv_two_sigma_sq = -1.0 / (2.0 * sigma * sigma);
 	if (p1->max > p1->min)
 	{
-		acc.entropy_hist = calloc((size_t) acc.entropy_bins * HIST_WAYS, sizeof(int64_t));
+		acc.entropy_hist = cv_health_alloc((size_t) acc.entropy_bins * HIST_WAYS, sizeof(int64_t));
 		if (acc.entropy_hist == NULL)
 			return false;
 	}
@@ -953,7 +948,7 @@ do_pass2(Pairwise *pw, const CvHealthParams *params, const Pass1 *p1,
 	run_pass(pw, 2, &acc);
 	if (pw->stopped)
 	{
-		free(acc.entropy_hist);
+		cv_health_free(acc.entropy_hist);
 		return false;
 	}
 	if (acc.entropy_hist != NULL)
@@ -966,7 +961,7 @@ do_pass2(Pairwise *pw, const CvHealthParams *params, const Pass1 *p1,
 		cv_stat_set(out, CV_STAT_ENTANGLEMENT, acc.entangle_sum / (double) pairs);
 	else
 		cv_stat_null(out, CV_STAT_ENTANGLEMENT);
-	free(acc.entropy_hist);
+	cv_health_free(acc.entropy_hist);
 	return true;
 }
 
@@ -974,9 +969,9 @@ do_pass2(Pairwise *pw, const CvHealthParams *params, const Pass1 *p1,
 static void
 pass1_free(Pass1 *acc)
 {
-	free(acc->dup_member);
-	free(acc->sigma_hist);
-	free(acc->side_sum);
+	cv_health_free(acc->dup_member);
+	cv_health_free(acc->sigma_hist);
+	cv_health_free(acc->side_sum);
 }
 
 /* Both passes once setup has succeeded; false when out of memory. */

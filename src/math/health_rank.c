@@ -401,8 +401,11 @@ round_lanes(int width)
 	return (width + LANES - 1) / LANES * LANES;
 }
 
-/* Accumulates the whole Gram matrix, chunk by chunk (P's padding rows stay 0). */
-static void
+/*
+ * Accumulates the whole Gram matrix, chunk by chunk (P's padding rows stay
+ * 0); false when the host asked to stop.
+ */
+static bool
 build_gram(Gram *gm)
 {
 	DotKernel	kernel = choose_dot_kernel();
@@ -421,7 +424,10 @@ build_gram(Gram *gm)
 		if (gm->ld > gm->side)
 			memset(gm->p + (int64_t) gm->side * padded, 0, sizeof(double) * padded);
 		add_chunk(gm, kernel, padded);
+		if (cv_health_should_stop())
+			return false;
 	}
+	return true;
 }
 
 /*
@@ -536,8 +542,10 @@ reduction_pass(Reduction *rd, int o)
 /*
  * Householder reduction of G (upper triangle, s x s, leading dimension ld)
  * to the tridiagonal diag and off; destroys G.  work: 3 ld doubles.
+ * False when the host asked to stop (polled every few columns: at d =
+ * 16,000 the reduction is minutes of work).
  */
-static void
+static bool
 tridiagonalise(double *a, int s, int ld, double *diag, double *off,
 			   double *work)
 {
@@ -557,11 +565,16 @@ tridiagonalise(double *a, int s, int ld, double *diag, double *off,
 	rd.spare = work + 2 * ld;
 	rd.kernel = choose_row_kernel();
 	for (o = 0; o + 1 < s; o++)
+	{
+		if (o % 16 == 0 && cv_health_should_stop())
+			return false;
 		reduction_pass(&rd, o);
+	}
 	for (k = 0; k < s; k++)
 		diag[k] = a[(int64_t) k * ld + k];
 	if (s >= 2)
 		off[s - 2] = a[(int64_t) (s - 2) * ld + s - 1];
+	return true;
 }
 
 /* First m >= l whose off-diagonal off[m] is negligible (m = s - 1 at the end). */
@@ -687,16 +700,17 @@ effective_rank_of(double *lambda, int s)
 static void
 free_buffers(Gram *gm, double *diag)
 {
-	free(gm->g);
-	free(gm->p);
-	free(diag);
+	cv_health_free(gm->g);
+	cv_health_free(gm->p);
+	cv_health_free(diag);
 }
 
 /*
  * 6. effective_rank of one cluster.  NULL when n > rank_max_members (then
  * rank_refused is set: the answer needs a Gram matrix the caller did not
  * allow), when n < 2, when the cluster is collapsed, and when every
- * singular value is 0.  Returns 0, or -1 when out of memory (column NULL).
+ * singular value is 0.  Returns 0, -1 when out of memory, or
+ * CV_HEALTH_STOPPED (column NULL).
  */
 int
 cv_health_effective_rank(const float *x, int64_t n, int d, const double *centroid,
@@ -718,17 +732,21 @@ cv_health_effective_rank(const float *x, int64_t n, int d, const double *centroi
 	gm.by_member = n <= d;
 	gm.side = (int) (gm.by_member ? n : d);
 	gm.ld = gm.side + gm.side % 2;
-	gm.g = calloc((size_t) gm.ld * (size_t) gm.ld, sizeof(double));
-	gm.p = malloc((size_t) gm.ld * CHUNK * sizeof(double));
-	diag = malloc((size_t) gm.side * 2 * sizeof(double));
+	gm.g = cv_health_alloc((size_t) gm.ld * (size_t) gm.ld, sizeof(double));
+	gm.p = cv_health_alloc((size_t) gm.ld * CHUNK, sizeof(double));
+	diag = cv_health_alloc((size_t) gm.side * 2, sizeof(double));
 	if (gm.g == NULL || gm.p == NULL || diag == NULL)
 	{
 		free_buffers(&gm, diag);
 		return -1;
 	}
-	build_gram(&gm);
 	/* the reduction needs 3 ld doubles of work; P (ld x CHUNK) is free again */
-	tridiagonalise(gm.g, gm.side, gm.ld, diag, diag + gm.side, gm.p);
+	if (!build_gram(&gm) ||
+		!tridiagonalise(gm.g, gm.side, gm.ld, diag, diag + gm.side, gm.p))
+	{
+		free_buffers(&gm, diag);
+		return CV_HEALTH_STOPPED;
+	}
 	tridiagonal_eigenvalues(diag, diag + gm.side, gm.side);
 	rank = effective_rank_of(diag, gm.side);
 	if (rank >= 0)

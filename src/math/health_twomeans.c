@@ -244,7 +244,7 @@ cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 		set_split_null(out);
 		return 0;
 	}
-	scratch = malloc(sizeof(double) * 4 * (size_t) d);
+	scratch = cv_health_alloc(4 * (size_t) d, sizeof(double));
 	if (scratch == NULL)
 	{
 		/* a defined assignment and no values, and the caller raises the error */
@@ -263,6 +263,6 @@ cv_health_two_means(const float *x, int64_t n, int d, uint8_t *side,
 		set_split_null(out);
 	else
 		set_split_columns(x, n, &tm, side, out);
-	free(scratch);
+	cv_health_free(scratch);
 	return 0;
 }

@@ -37,6 +37,7 @@ extern void cvec_check_same_dims(const CVec *a, const CVec *b);
 extern void cvec_check_typmod(int dim, int32 typmod);
 extern void cvec_check_finite_element(float value);
 extern float cvec_float_or_overflow(double value);
+extern bool cvec_is_row_count(double count);
 extern void cvec_check_result_finite(const CVec *result);
 extern bool cvec_is_cvec_type(Oid type);
 

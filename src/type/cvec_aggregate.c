@@ -8,6 +8,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 
@@ -18,20 +20,42 @@ PG_FUNCTION_INFO_V1(cvec_combine);
 PG_FUNCTION_INFO_V1(cvec_avg);
 PG_FUNCTION_INFO_V1(cvec_sum);
 
-/* Checks a state array and returns its elements; *dim is 0 for the empty state. */
+static void
+invalid_state(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("invalid cvec aggregate state"),
+			 errdetail("Expected a float8[] of the form {count, sum_1, ..., sum_d}: %s.", why)));
+}
+
+/*
+ * Checks a state array and returns its elements; *dim is 0 for the empty
+ * state.  The support functions are callable directly, so a state may come
+ * from anyone: a count that is no row count, or a non-finite sum, would
+ * make a vector that no dump can restore.
+ */
 static float8 *
 state_elements(ArrayType *state, int *dim)
 {
-	int			length = ArrayGetNItems(ARR_NDIM(state), ARR_DIMS(state));
+	int			length;
+	float8	   *values;
 
-	if (ARR_NDIM(state) != 1 || length < 1 || ARR_HASNULL(state) ||
-		ARR_ELEMTYPE(state) != FLOAT8OID || length - 1 > CVEC_MAX_DIM)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("invalid cvec aggregate state"),
-				 errdetail("Expected a float8[] of the form {count, sum_1, ..., sum_d}.")));
+	if (ARR_NDIM(state) != 1 || ARR_HASNULL(state) || ARR_ELEMTYPE(state) != FLOAT8OID)
+		invalid_state("not a one-dimensional float8[] without NULLs");
+	length = ARR_DIMS(state)[0];
+	if (length < 1 || length - 1 > CVEC_MAX_DIM)
+		invalid_state("wrong length");
+	values = (float8 *) ARR_DATA_PTR(state);
+	if (!cvec_is_row_count(values[0]))
+		invalid_state("the count is not a whole number >= 0");
+	if ((values[0] == 0) != (length == 1))
+		invalid_state("the count does not match the sums");
+	for (int i = 1; i < length; i++)
+		if (!isfinite(values[i]))
+			invalid_state("a sum is not finite");
 	*dim = length - 1;
-	return (float8 *) ARR_DATA_PTR(state);
+	return values;
 }
 
 static ArrayType *
@@ -73,7 +97,9 @@ cvec_accum(PG_FUNCTION_ARGS)
 		if (dim != 0)
 			check_state_dims(dim, v->dim);
 		state = dim == 0 ? new_state(v->dim) : (ArrayType *) PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(0));
-		sums = state_elements(state, &dim);
+		/* ours, and checked already: a new state's zero count is about to become 1 */
+		sums = (float8 *) ARR_DATA_PTR(state);
+		dim = ARR_DIMS(state)[0] - 1;
 		sums[0] = count;
 	}
 	check_state_dims(dim, v->dim);

@@ -6,7 +6,6 @@
 
 #include <math.h>
 
-#include "common/int.h"
 #include "math/distance.h"
 #include "type/cvec.h"
 
@@ -93,26 +92,26 @@ Datum
 cvec_subvector(PG_FUNCTION_ARGS)
 {
 	CVec	   *a = PG_GETARG_CVEC_P(0);
-	int32		start = PG_GETARG_INT32(1);
 	int32		count = PG_GETARG_INT32(2);
-	int32		end;
+
+	/* in 64 bits: start + count and end - start overflow int32 at its ends */
+	int64		start = PG_GETARG_INT32(1);
+	int64		end = start + count;
 	CVec	   *result;
 
 	if (count < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("negative subvector length not allowed")));
-	if (pg_add_s32_overflow(start, count, &end))
-		end = PG_INT32_MAX;
 	start = Max(start, 1);
-	end = Min(end, a->dim + 1);
+	end = Min(end, (int64) a->dim + 1);
 	if (end - start < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("cvec must have at least 1 dimension"),
 				 errdetail("subvector(%d, %d) selects no element of a cvec of %d dimensions.",
 						   PG_GETARG_INT32(1), count, a->dim)));
-	result = cvec_alloc(end - start);
-	memcpy(result->x, a->x + (start - 1), sizeof(float) * (end - start));
+	result = cvec_alloc((int) (end - start));
+	memcpy(result->x, a->x + (start - 1), sizeof(float) * (size_t) (end - start));
 	PG_RETURN_CVEC_P(result);
 }

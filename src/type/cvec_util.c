@@ -69,18 +69,31 @@ cvec_check_finite_element(float value)
 				 errmsg("infinite value not allowed in cvec")));
 }
 
-/* Narrows a finite float8 to float4, raising an error where it would overflow. */
+/*
+ * Narrows a float8 to a float4 element, raising an error where it would
+ * overflow, and for NaN: a result computed from a state someone made by
+ * hand must not become an element no dump can restore.
+ */
 float
 cvec_float_or_overflow(double value)
 {
 	float		narrowed = (float) value;
 
-	if (isinf(narrowed) && !isinf(value))
+	if (isnan(narrowed))
+		cvec_check_finite_element(narrowed);
+	if (isinf(narrowed))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("value out of range: overflow"),
 				 errdetail("The result does not fit in a float4 element of cvec.")));
 	return narrowed;
+}
+
+/* Whether an aggregate state's count is one: a finite whole number >= 0. */
+bool
+cvec_is_row_count(double count)
+{
+	return isfinite(count) && count >= 0 && count == floor(count);
 }
 
 /* Arithmetic on finite elements may still overflow to infinity. */

@@ -13,11 +13,12 @@ MATH ?= ../../src/math
 
 .PHONY: run-health-neighbour run-health-rank
 
-test_health_neighbour: test_health_neighbour.c $(MATH)/health_neighbour.c $(MATH)/health.h
-	$(CC) $(CFLAGS) -I$(MATH) -o $@ test_health_neighbour.c -lm
+test_health_neighbour: test_health_neighbour.c $(MATH)/health_neighbour.c $(MATH)/health_hooks.c \
+		$(MATH)/health.h
+	$(CC) $(CFLAGS) -I$(MATH) -o $@ test_health_neighbour.c $(MATH)/health_hooks.c -lm
 
-test_health_rank: test_health_rank.c $(MATH)/health_rank.c $(MATH)/health.h
-	$(CC) $(CFLAGS) -I$(MATH) -o $@ test_health_rank.c -lm
+test_health_rank: test_health_rank.c $(MATH)/health_rank.c $(MATH)/health_hooks.c $(MATH)/health.h
+	$(CC) $(CFLAGS) -I$(MATH) -o $@ test_health_rank.c $(MATH)/health_hooks.c -lm
 
 run-health-neighbour: test_health_neighbour
 	./test_health_neighbour

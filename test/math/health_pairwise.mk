@@ -11,7 +11,7 @@ HP_TEST_CC ?= cc
 HP_TEST_CFLAGS = -O2 -Wall -Wextra -ffp-contract=off -Wmissing-prototypes \
 	-Wdeclaration-after-statement
 HP_TEST_SRCS = $(wildcard $(HP_TEST_MATH)/distance*.c) \
-	$(wildcard $(HP_TEST_MATH)/health_pairwise*.c)
+	$(wildcard $(HP_TEST_MATH)/health_pairwise*.c) $(HP_TEST_MATH)/health_hooks.c
 HP_TEST_HDRS = $(wildcard $(HP_TEST_MATH)/distance*.h) \
 	$(HP_TEST_MATH)/health.h $(wildcard $(HP_TEST_MATH)/health_pairwise*.h)
 HP_TEST_BIN = $(HP_TEST_DIR)/test_health_pairwise
