@@ -121,7 +121,8 @@ typedef struct ListUpload
 	int64		batch_capacity;
 	int64		batch_first_row;
 	int64		end;			/* the last taken tuple's position, or -1 */
-	bool		failed;
+	bool		failed;			/* the worker failed a request */
+	bool		moved;			/* a list held fewer live tuples than the directory said */
 	CvGpuError *error;
 } ListUpload;
 
@@ -157,7 +158,40 @@ take_tuple(const CvIvfTupleHeader *header, const float *vector, BlockNumber bloc
 		flush_vectors(u);
 }
 
-/* Reads every list into the mirror; false when the worker failed. */
+/*
+ * A list held fewer live tuples than the directory read before it.  A
+ * VACUUM between the two reads does that (it changes a list's dead flags
+ * and its directory count together, after our directory read): then the
+ * metapage or the directory differs now, and the upload starts again.
+ * Only a difference that is still there in a still picture is corruption.
+ */
+static void
+check_list_shortfall(Relation index, const CvIvfMetaPageData *meta,
+					 const CvIvfListEntry *entries, uint32 list, const ListUpload *u)
+{
+	CvIvfMetaPageData now;
+	CvIvfListEntry *current;
+	bool		still;
+
+	cvivf_read_meta(index, &now);
+	still = now.generation == meta->generation && now.lists == meta->lists;
+	if (still)
+	{
+		current = palloc(sizeof(CvIvfListEntry) * now.lists);
+		cvivf_read_directory(index, &now, current);
+		still = memcmp(current, entries, sizeof(CvIvfListEntry) * now.lists) == 0;
+		pfree(current);
+	}
+	if (still)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("list %u of index \"%s\" has %lld live tuples, its directory says %lld",
+						list, RelationGetRelationName(index), (long long) u->taken,
+						(long long) u->wanted),
+				 errhint("Please REINDEX it.")));
+}
+
+/* Reads every list into the mirror; false when the worker failed or the lists moved. */
 static bool
 upload_lists(Relation index, const CvIvfMetaPageData *meta, const CvIvfListEntry *entries,
 			 ListUpload *u, int64 *offsets, int64 *ends)
@@ -171,12 +205,11 @@ upload_lists(Relation index, const CvIvfMetaPageData *meta, const CvIvfListEntry
 		if (BlockNumberIsValid(entries[list].first_block) && u->wanted > 0)
 			cvivf_scan_list(index, meta, entries[list].first_block, false, NULL, take_tuple, u);
 		if (u->taken != u->wanted)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("list %u of index \"%s\" has %lld live tuples, its directory says %lld",
-							list, RelationGetRelationName(index), (long long) u->taken,
-							(long long) u->wanted),
-					 errhint("Please REINDEX it.")));
+		{
+			check_list_shortfall(index, meta, entries, list, u);
+			u->moved = true;
+			return false;
+		}
 		offsets[list + 1] = u->row;
 		ends[list] = u->end;
 		CHECK_FOR_INTERRUPTS();
@@ -185,8 +218,16 @@ upload_lists(Relation index, const CvIvfMetaPageData *meta, const CvIvfListEntry
 	return !u->failed;
 }
 
-bool
-cvivf_mirror_upload(Relation index, CvGpuError *error)
+/* How one attempt at an upload ended. */
+typedef enum UploadOutcome
+{
+	UPLOAD_DONE,				/* a mirror is ready, or being made by someone else */
+	UPLOAD_FAILED,				/* the worker failed: *error says why */
+	UPLOAD_MOVED				/* the index changed under the reads: try again */
+} UploadOutcome;
+
+static UploadOutcome
+upload_once(Relation index, CvGpuError *error)
 {
 	CvIvfMetaPageData meta;
 	CvGpuMirrorKey key;
@@ -205,9 +246,9 @@ cvivf_mirror_upload(Relation index, CvGpuError *error)
 	for (uint32 list = 0; list < meta.lists; list++)
 		key.rows += (int64) entries[list].tuples;
 	if (!begin_mirror(&key, &mirror, error))
-		return false;
+		return UPLOAD_FAILED;
 	if (mirror < 0)
-		return true;
+		return UPLOAD_DONE;
 	centroids = cvivf_read_centroids(index, &meta);
 	if (centroids == NULL)
 		centroids = palloc0(sizeof(float) * meta.dimensions * meta.lists);
@@ -238,7 +279,31 @@ cvivf_mirror_upload(Relation index, CvGpuError *error)
 	pfree(offsets);
 	pfree(ends);
 	pfree(entries);
-	return ok;
+	return ok ? UPLOAD_DONE : u.moved ? UPLOAD_MOVED : UPLOAD_FAILED;
+}
+
+/*
+ * Under concurrent VACUUMs an attempt can find its directory outdated; a few
+ * more attempts usually see a still index.  Past them the index stays
+ * unmirrored for now (scans run on the CPU and ask again), which is no error.
+ */
+#define UPLOAD_ATTEMPTS 4
+
+bool
+cvivf_mirror_upload(Relation index, CvGpuError *error)
+{
+	for (int attempt = 1; attempt <= UPLOAD_ATTEMPTS; attempt++)
+	{
+		UploadOutcome outcome = upload_once(index, error);
+
+		if (outcome != UPLOAD_MOVED)
+			return outcome == UPLOAD_DONE;
+		CHECK_FOR_INTERRUPTS();
+	}
+	ereport(DEBUG1,
+			(errmsg("index \"%s\" kept changing while its mirror was uploaded; not mirrored now",
+					RelationGetRelationName(index))));
+	return true;
 }
 
 int

@@ -22,7 +22,9 @@ extern int	cvivf_mirror_find(const CvGpuMirrorKey *key);
 /*
  * Uploads the index's mirror unless one with its key exists or is being
  * made (then returns true at once).  False with *error when the worker
- * failed; an index whose lists change meanwhile is an ERROR.
+ * failed.  An index that VACUUM keeps changing during the upload is left
+ * unmirrored (true, no mirror); a directory that disagrees with its lists
+ * in a still index is an ERROR (corruption).
  */
 extern bool cvivf_mirror_upload(Relation index, CvGpuError *error);
 

@@ -37,11 +37,16 @@ static void
 publish_usage(void)
 {
 	int			count = 0;
+	uint64		bytes = 0;
 
+	/* the objects alone: mirrors publish their own bytes in the mirror table */
 	for (int i = 0; i < CV_GPU_MAX_OBJECTS; i++)
+	{
 		count += objects[i].id != 0;
+		bytes += objects[i].id != 0 ? objects[i].bytes : 0;
+	}
 	SpinLockAcquire(&cv_gpu_shared->mutex);
-	cv_gpu_shared->objects_bytes = cv_worker_held_bytes;
+	cv_gpu_shared->objects_bytes = bytes;
 	cv_gpu_shared->objects_count = count;
 	SpinLockRelease(&cv_gpu_shared->mutex);
 }

@@ -233,7 +233,7 @@ typedef struct CvGpuShared
 	pg_atomic_uint64 health_gpu_calls;	/* cluster_health calls the GPU served */
 	pg_atomic_uint64 build_gpu_calls;	/* index builds whose k-means ran on the GPU */
 	pg_atomic_uint64 search_gpu_calls;	/* index scans and cvsearch calls the GPU served */
-	uint64		objects_bytes;	/* device bytes the worker's objects hold */
+	uint64		objects_bytes;	/* device bytes the worker's objects (not mirrors) hold */
 	int			objects_count;
 	CvGpuMirrorInfo mirrors[CV_GPU_MAX_MIRRORS];
 	CvGpuSlot	slots[CV_GPU_SLOTS];

@@ -85,6 +85,20 @@ state_name(CvGpuWorkerState state)
 	return "unknown";
 }
 
+/* The ready mirrors of a copy of the shared state: how many, and their device bytes. */
+static void
+count_mirrors(const CvGpuShared *copy, int32 *count, int64 *bytes)
+{
+	*count = 0;
+	*bytes = 0;
+	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
+		if (copy->mirrors[m].state == CV_MIRROR_READY)
+		{
+			(*count)++;
+			*bytes += (int64) copy->mirrors[m].bytes;
+		}
+}
+
 /* One row: worker state, device, memory, buffers and what the GPU served. */
 Datum
 clustervec_gpu_info(PG_FUNCTION_ARGS)
@@ -93,6 +107,8 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 	Datum		values[16];
 	bool		nulls[16] = {0};
 	CvGpuShared copy;
+	int32		mirrors;
+	int64		mirror_bytes;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "clustervec_gpu_info must return a composite type");
@@ -120,8 +136,9 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 	nulls[5] = copy.memory_total == 0;
 	values[6] = Int64GetDatum((int64) copy.memory_free);
 	nulls[6] = copy.memory_total == 0;
-	values[7] = Int32GetDatum(0);	/* mirrors: none yet */
-	values[8] = Int64GetDatum(0);
+	count_mirrors(&copy, &mirrors, &mirror_bytes);
+	values[7] = Int32GetDatum(mirrors);
+	values[8] = Int64GetDatum(mirror_bytes);
 	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->gpu_requests));
 	values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->cpu_fallbacks));
 	values[11] = Int32GetDatum(copy.objects_count);

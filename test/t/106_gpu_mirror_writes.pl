@@ -1,0 +1,92 @@
+
+# Mirrors under concurrent writes (issue 11, item 5): while pgbench loops
+# INSERT, DELETE and VACUUM on the table, clustervec_gpu_warm is called over
+# and over.  A mirror upload that finds a list changed under it (a VACUUM
+# between its directory read and its list read) must start again or leave
+# the index unmirrored for now, never call the index corrupted.  Then, with
+# the writes stopped: a warm mirrors the index, clustervec_gpu_info counts
+# the mirrors clustervec_gpu_mirrors lists, and the index verifies.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use CvTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $node = cv_gpu_node('gpu_mirror_writes', qq{
+autovacuum = off
+max_worker_processes = 16
+});
+
+sub sql { return cv_sql($node, $_[0], 300); }
+
+ok(defined cv_wait_for($node, "SELECT worker_state FROM clustervec_gpu_info()", 'ready', 60),
+	'the worker is ready');
+
+cv_load_clustered($node, 'items', rows => 20000, dims => 32, centres => 16);
+sql(q{SET clustervec.gpu = off;
+	CREATE INDEX items_idx ON items USING cvivf (v cvec_l2_ops) WITH (lists = 16)});
+
+# Inserts and deletes spread over every list, and VACUUM as often as the
+# clients get to it: directory counts change while an upload reads.
+my $writes = cv_start_pgbench(
+	$node, '-n -c 3 -j 3 -T 40',
+	{
+		'insert.sql' => q{
+\set id random(100000, 100000000)
+INSERT INTO items VALUES (:id, -1, cv_point((:id % 16)::int, 32, 2.0)) ON CONFLICT DO NOTHING;
+},
+		'delete.sql' => q{
+\set id random(1, 20000)
+DELETE FROM items WHERE id IN (:id, :id + 7, :id + 13);
+},
+		'vacuum.sql' => q{
+VACUUM items;
+},
+	});
+
+my ($calls, $made, $failed) = (0, 0, 0);
+my @errors;
+my $start = time();
+while (time() - $start < 35 && cv_running($writes))
+{
+	my ($rc, $out, $err) = cv_try_sql($node,
+		q{SET clustervec.gpu = require; SELECT clustervec_gpu_warm('items_idx')}, 120);
+	$calls++;
+	if ($rc eq '0')
+	{
+		$made++ if $out eq 't';
+	}
+	else
+	{
+		$failed++;
+		push @errors, $err if @errors < 3;
+	}
+}
+my ($pgbench_rc, $pgbench_out, $pgbench_err) = cv_finish_psql($writes);
+is($pgbench_rc, 0, 'the write load ran without errors') or diag($pgbench_err);
+cmp_ok($calls, '>=', 10, "clustervec_gpu_warm ran $calls times under the write load");
+is($failed, 0, 'no warm failed while lists changed under it') or diag(join("\n", @errors));
+cmp_ok($made, '>', 0, "$made of $calls warms left a mirror under the write load");
+like($pgbench_out, qr/number of transactions actually processed: [1-9]/,
+	'the writes did happen');
+
+# writes stopped: one warm mirrors the index, and the counters agree
+is(sql(q{SET clustervec.gpu = require; SELECT clustervec_gpu_warm('items_idx')}), 't',
+	'a warm after the writes mirrors the index');
+my $listed = sql(q{SELECT count(*), sum(bytes) FROM clustervec_gpu_mirrors()});
+my ($count, $bytes) = split /\|/, $listed;
+cmp_ok($count, '>=', 1, 'clustervec_gpu_mirrors lists the mirror');
+cmp_ok($bytes, '>=', 16 * 32 * 4, 'and its bytes');
+is(sql(q{SELECT mirrors || '|' || mirror_bytes FROM clustervec_gpu_info()}), "$count|$bytes",
+	'clustervec_gpu_info counts the same mirrors and bytes');
+cv_verify_ok($node, 'items_idx');
+
+$node->stop;
+done_testing();
