@@ -22,13 +22,13 @@ HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
 WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/client.o \
 	src/worker/objects.o src/worker/remote.o src/worker/mirrors.o \
 	src/worker/sql.o src/search/exact.o src/search/cvsearch.o
-OBJS = src/clustervec.o $(TYPE_OBJS) $(IVF_OBJS) $(HEALTH_OBJS) $(WORKER_OBJS) \
+OBJS = src/clustervec.o src/access.o $(TYPE_OBJS) $(IVF_OBJS) $(HEALTH_OBJS) $(WORKER_OBJS) \
 	$(MATH_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
 	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cluster_health gpu_cpu_path \
-	hardening
+	privileges hardening
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
 # TAP tests (PostgreSQL::Test::Cluster): recall, WAL replay on a standby,
 # crashes, concurrent rebuilds and load; they run initdb, so never as root.

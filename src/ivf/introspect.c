@@ -1,22 +1,24 @@
 /*
  * introspect.c: cvivf_lists, cvivf_list_of and cvivf_verify, for users and
- * for tests that check the structure rather than only the answers.
+ * for tests that check the structure rather than only the answers.  Each
+ * needs SELECT on the index's table and refuses roles subject to its
+ * row-level security (list counts and centroids describe every row);
+ * cvivf_verify also keeps writers out, so it needs the rights LOCK TABLE
+ * ... IN SHARE MODE needs (access.c).
  */
 #include "postgres.h"
 
 #include <math.h>
 
-#include "access/relation.h"
-#include "access/xlog.h"
-#include "catalog/index.h"
-#include "catalog/pg_class.h"
-#include "storage/lmgr.h"
+#include "access/genam.h"
+#include "access/table.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
+#include "access.h"
 #include "ivf/ivf.h"
 #include "type/cvec.h"
 
@@ -24,25 +26,12 @@ PG_FUNCTION_INFO_V1(cvivf_lists);
 PG_FUNCTION_INFO_V1(cvivf_list_of);
 PG_FUNCTION_INFO_V1(cvivf_verify);
 
-/* Opens a relation and insists it is a cvivf index. */
-static Relation
-open_cvivf_index(Oid relid)
-{
-	Relation	index = relation_open(relid, AccessShareLock);
-
-	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_indam == NULL ||
-		index->rd_indam->ambuild != cvivfbuild)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a cvivf index", RelationGetRelationName(index))));
-	return index;
-}
-
 Datum
 cvivf_lists(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	index = open_cvivf_index(PG_GETARG_OID(0));
+	Relation	heap;
+	Relation	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_lists", &heap);
 	CvIvfMetaPageData meta;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -60,14 +49,16 @@ cvivf_lists(PG_FUNCTION_ARGS)
 		nulls[2] = (meta.flags & CVIVF_META_NO_CENTROIDS) != 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	relation_close(index, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	return (Datum) 0;
 }
 
 Datum
 cvivf_list_of(PG_FUNCTION_ARGS)
 {
-	Relation	index = open_cvivf_index(PG_GETARG_OID(0));
+	Relation	heap;
+	Relation	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_list_of", &heap);
 	CVec	   *v = PG_GETARG_CVEC_P(1);
 	CvIvfMetaPageData meta;
 	int			list;
@@ -78,7 +69,8 @@ cvivf_list_of(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("different cvec dimensions %u and %d", meta.dimensions, v->dim)));
 	list = cvivf_nearest_list(index, &meta, v->x);
-	relation_close(index, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	PG_RETURN_INT32(list);
 }
 
@@ -165,30 +157,22 @@ verify_chain(Relation index, const CvIvfMetaPageData *meta pg_attribute_unused()
 		report_violation(index, last, 0, "the directory records the last page of each list");
 }
 
-/*
- * Inserts append while a list is walked, so the walk and the directory's
- * count can only be compared with writers kept out: SHARE on the table.
- */
-static Relation
-open_index_without_writers(Oid relid)
-{
-	Oid			heap = IndexGetRelation(relid, true);
-
-	/* a standby has no writers, and takes no SHARE lock during recovery */
-	if (OidIsValid(heap) && !RecoveryInProgress())
-		LockRelationOid(heap, ShareLock);
-	return open_cvivf_index(relid);
-}
-
 Datum
 cvivf_verify(PG_FUNCTION_ARGS)
 {
-	Relation	index = open_index_without_writers(PG_GETARG_OID(0));
+	Relation	heap;
+	Relation	index;
 	CvIvfMetaPageData meta;
 	VerifyState state = {0};
 	bool		owned;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	BlockNumber nblocks;
 
+	/*
+	 * Inserts append while a list is walked, so the walk and the directory's
+	 * count can only be compared with writers kept out: SHARE on the table.
+	 */
+	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_EXCLUDE_WRITERS, "cvivf_verify", &heap);
+	nblocks = RelationGetNumberOfBlocks(index);
 	cvivf_read_meta(index, &meta);
 	if (meta.lists < 1 || meta.lists > CVIVF_MAX_LISTS ||
 		((meta.flags & CVIVF_META_NO_CENTROIDS) && meta.lists != 1))
@@ -212,6 +196,7 @@ cvivf_verify(PG_FUNCTION_ARGS)
 							 CVIVF_PAGE_DATA_START + cvivf_directory_slot(&meta, list) * sizeof(CvIvfListEntry),
 							 "the directory counts the live tuples of each list");
 	}
-	relation_close(index, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	PG_RETURN_VOID();
 }

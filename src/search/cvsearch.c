@@ -14,23 +14,21 @@
 
 #include <math.h>
 
+#include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "catalog/pg_am.h"
-#include "commands/defrem.h"
+#include "catalog/index.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
-#include "access/genam.h"
+#include "access.h"
 #include "clustervec_cuda.h"
 #include "ivf/ivf.h"
 #include "ivf/mirror.h"
@@ -63,31 +61,6 @@ typedef struct BatchSearch
 	IndexFetchTableData *fetch;
 	TupleTableSlot *slot;
 } BatchSearch;
-
-/* The index, which must be a cvivf index the caller may read through its table. */
-static Relation
-open_cvivf_index(Oid indexid, Relation *heap)
-{
-	Relation	index = relation_open(indexid, AccessShareLock);
-	Oid			heapid;
-
-	if (index->rd_rel->relkind != RELKIND_INDEX ||
-		index->rd_rel->relam != get_index_am_oid("cvivf", false))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a cvivf index", RelationGetRelationName(index))));
-	heapid = index->rd_index->indrelid;
-	if (pg_class_aclcheck(heapid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", get_rel_name(heapid))));
-	if (check_enable_rls(heapid, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cvsearch does not support tables with row-level security")));
-	*heap = table_open(heapid, AccessShareLock);
-	return index;
-}
 
 /* The queries as nq x d floats; every one must match the index's dimensions. */
 static void
@@ -337,7 +310,7 @@ cvsearch(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("probes must be at least 1")));
-	s.index = open_cvivf_index(PG_GETARG_OID(0), &s.heap);
+	s.index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "cvsearch", &s.heap);
 	cvivf_read_meta(s.index, &s.meta);
 	s.probes = Min(s.probes, (int) s.meta.lists);
 	read_queries(&s, PG_GETARG_ARRAYTYPE_P(1));
@@ -355,8 +328,8 @@ cvsearch(PG_FUNCTION_ARGS)
 	table_index_fetch_end(s.fetch);
 	ExecDropSingleTupleTableSlot(s.slot);
 	emit_results(fcinfo, &s);
-	index_close(s.index, AccessShareLock);
-	table_close(s.heap, AccessShareLock);
+	index_close(s.index, NoLock);
+	table_close(s.heap, NoLock);
 	return (Datum) 0;
 }
 
@@ -365,7 +338,7 @@ Datum
 clustervec_gpu_warm(PG_FUNCTION_ARGS)
 {
 	Relation	heap;
-	Relation	index = open_cvivf_index(PG_GETARG_OID(0), &heap);
+	Relation	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "clustervec_gpu_warm", &heap);
 	CvIvfMetaPageData meta;
 	CvGpuMirrorKey key;
 	CvGpuError	error = {0};
@@ -376,8 +349,8 @@ clustervec_gpu_warm(PG_FUNCTION_ARGS)
 		ereport(NOTICE,
 				(errmsg("the GPU worker is not ready, so index \"%s\" is not mirrored",
 						RelationGetRelationName(index))));
-		index_close(index, AccessShareLock);
-		table_close(heap, AccessShareLock);
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
 		PG_RETURN_BOOL(false);
 	}
 	if (!cvivf_mirror_upload(index, &error))
@@ -388,12 +361,27 @@ clustervec_gpu_warm(PG_FUNCTION_ARGS)
 	cvivf_read_meta(index, &meta);
 	cvivf_mirror_key(index, &meta, &key);
 	ready = cvivf_mirror_find(&key) >= 0;
-	index_close(index, AccessShareLock);
-	table_close(heap, AccessShareLock);
+	index_close(index, NoLock);
+	table_close(heap, NoLock);
 	PG_RETURN_BOOL(ready);
 }
 
-/* One row per ready mirror. */
+/*
+ * A mirror the caller may know of: one of its database's, of an index whose
+ * table it may read unfiltered (a mirror's size tells the index's row count).
+ */
+static bool
+mirror_visible(const CvGpuMirrorInfo *mirror)
+{
+	Oid			heap;
+
+	if (mirror->state != CV_MIRROR_READY || mirror->key.database != MyDatabaseId)
+		return false;
+	heap = IndexGetRelation(mirror->key.index, true);
+	return OidIsValid(heap) && cv_may_inspect(heap);
+}
+
+/* One row per ready mirror the caller may know of. */
 Datum
 clustervec_gpu_mirrors(PG_FUNCTION_ARGS)
 {
@@ -411,7 +399,7 @@ clustervec_gpu_mirrors(PG_FUNCTION_ARGS)
 		Datum		values[6];
 		bool		nulls[6] = {0};
 
-		if (copy[m].state != CV_MIRROR_READY)
+		if (!mirror_visible(&copy[m]))
 			continue;
 		values[0] = ObjectIdGetDatum(copy[m].key.database);
 		values[1] = ObjectIdGetDatum(copy[m].key.index);

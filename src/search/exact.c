@@ -17,14 +17,13 @@
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/rls.h"
 #include "utils/snapmgr.h"
 
+#include "access.h"
 #include "math/distance.h"
 #include "type/cvec.h"
 #include "worker/protocol.h"
@@ -129,10 +128,14 @@ static void
 chunk_on_cpu(Search *s, int first)
 {
 	for (int q = first; q < s->nq; q++)
+	{
+		/* a chunk of rows times thousands of queries is minutes of work */
+		CHECK_FOR_INTERRUPTS();
 		for (int64 r = 0; r < s->count; r++)
 			offer(&s->best[q], sqrt(cv_distance->l2_squared(s->queries + (Size) q * s->dims,
 															s->rows + r * s->dims, s->dims)),
 				  &s->tids[r]);
+	}
 }
 
 /* Sends the chunk with queries [first, first + n) to the worker; false on failure. */
@@ -275,20 +278,17 @@ vector_attribute(Relation rel, const char *column)
 	return attnum;
 }
 
-/* Only rows the caller may see: privileges checked, row security not bypassed. */
+/*
+ * Only rows the caller may see: privileges checked before the lock, row
+ * security not bypassed.
+ */
 static Relation
 open_source(Oid relid)
 {
 	Relation	rel;
 
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", get_rel_name(relid))));
-	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cvsearch_exact does not support tables with row-level security")));
+	cv_check_select(relid);
+	cv_check_row_security(relid, "cvsearch_exact");
 	rel = table_open(relid, AccessShareLock);
 	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW)
 		ereport(ERROR,

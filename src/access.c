@@ -1,0 +1,134 @@
+/*
+ * access.c: who may read a relation through clustervec's SQL functions (see
+ * access.h).  Every check here reads the catalogs only, so it runs before
+ * the function takes its first lock on the table or the index; the index is
+ * opened after its table, in the order the executor uses.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/syscache.h"
+
+#include "access.h"
+#include "ivf/ivf.h"
+
+/* Raises PostgreSQL's own "permission denied" unless the user may SELECT from relid. */
+void
+cv_check_select(Oid relid)
+{
+	AclResult	result = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+
+	if (result != ACLCHECK_OK)
+		aclcheck_error(result, get_relkind_objtype(get_rel_relkind(relid)), get_rel_name(relid));
+}
+
+/*
+ * Refuses a role that row-level security applies to on relid: the function
+ * would read or count rows the policies hide from it.
+ */
+void
+cv_check_row_security(Oid relid, const char *function)
+{
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s is not available to roles subject to row-level security on table \"%s\"",
+						function, get_rel_name(relid)),
+				 errdetail("It would read or count rows that the table's policies hide from the current role."),
+				 errhint("Call it as a role that the table's policies do not apply to: one with BYPASSRLS, or the table's owner unless row-level security is forced.")));
+}
+
+/*
+ * The rights LOCK TABLE ... IN SHARE MODE asks for: a function that keeps
+ * writers out gives its caller no power that statement would not.
+ */
+static void
+check_share_lock_rights(Oid relid, const char *function)
+{
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE | ACL_DELETE | ACL_TRUNCATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for %s %s",
+						get_rel_relkind(relid) == RELKIND_MATVIEW ? "materialized view" : "table",
+						get_rel_name(relid)),
+				 errdetail("%s locks the table in SHARE mode, which needs the UPDATE, DELETE or TRUNCATE privilege, as LOCK TABLE does.",
+						   function)));
+}
+
+/* Whether the user may read relid's rows unfiltered; false, not an error, when it is gone. */
+bool
+cv_may_inspect(Oid relid)
+{
+	bool		missing = false;
+
+	if (pg_class_aclcheck_ext(relid, GetUserId(), ACL_SELECT, &missing) != ACLCHECK_OK || missing)
+		return false;
+	return check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
+}
+
+/* The table of a cvivf index, from the catalogs, without locking anything. */
+static Oid
+cvivf_table_of(Oid indexid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexid));
+	Form_pg_class form;
+	bool		is_cvivf;
+	char	   *name;
+
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", indexid)));
+	form = (Form_pg_class) GETSTRUCT(tuple);
+	is_cvivf = form->relkind == RELKIND_INDEX && form->relam == get_index_am_oid("cvivf", false);
+	name = pstrdup(NameStr(form->relname));
+	ReleaseSysCache(tuple);
+	if (!is_cvivf)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a cvivf index", name)));
+	return IndexGetRelation(indexid, false);
+}
+
+/*
+ * Opens a cvivf index and its table for a function, after checking that the
+ * user may use it so: the table first (AccessShareLock, or ShareLock to keep
+ * writers out), then the index (AccessShareLock).  Both locks last until the
+ * end of the transaction, as a query's do; close with NoLock.
+ */
+Relation
+cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
+{
+	Oid			heapid = cvivf_table_of(indexid);
+	LOCKMODE	lockmode = AccessShareLock;
+	Relation	index;
+
+	cv_check_select(heapid);
+	if (use == CV_INDEX_EXCLUDE_WRITERS)
+	{
+		check_share_lock_rights(heapid, function);
+		/* a standby has no writers, and takes no SHARE lock during recovery */
+		if (!RecoveryInProgress())
+			lockmode = ShareLock;
+	}
+	cv_check_row_security(heapid, function);
+	*heap = table_open(heapid, lockmode);
+	index = index_open(indexid, AccessShareLock);
+	/* dropped and its OID reused while we waited for the lock */
+	if (index->rd_indam->ambuild != cvivfbuild || IndexGetRelation(indexid, false) != heapid)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("could not open parent table of index \"%s\"",
+						RelationGetRelationName(index))));
+	return index;
+}
