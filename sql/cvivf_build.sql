@@ -79,4 +79,18 @@ SET enable_seqscan = off;
 SELECT id FROM wide ORDER BY v <-> array_fill(2.014::real, ARRAY[5000])::cvec LIMIT 3;
 RESET enable_seqscan;
 
-DROP TABLE few, empty, untyped, wide;
+-- a build reports every row of the table to PostgreSQL, which stores it as
+-- the table's reltuples: not only the rows a partial index, NULLs or zero
+-- vectors (cosine) leave in the index
+CREATE TABLE counted (id int, v cvec(2));
+INSERT INTO counted SELECT i, CASE WHEN i % 10 = 0 THEN NULL WHEN i % 10 = 1 THEN '[0,0]'::cvec ELSE ARRAY[i, 1]::cvec END
+	FROM generate_series(1, 500) i;
+CREATE INDEX counted_part ON counted USING cvivf (v) WITH (lists = 2) WHERE id < 100;
+SELECT reltuples FROM pg_class WHERE relname = 'counted';
+CREATE INDEX counted_cos ON counted USING cvivf (v cvec_cosine_ops) WITH (lists = 2);
+SELECT reltuples FROM pg_class WHERE relname = 'counted';
+UPDATE counted SET v = NULL;
+REINDEX INDEX counted_cos;
+SELECT reltuples FROM pg_class WHERE relname = 'counted';
+
+DROP TABLE few, empty, untyped, wide, counted;

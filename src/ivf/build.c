@@ -54,7 +54,8 @@ typedef struct BuildState
 	float	   *sample;
 	int64		sample_capacity;
 	int64		sample_count;
-	int64		rows;
+	int64		rows;			/* rows with an indexable vector */
+	double		heap_tuples;	/* live rows the scan read, indexable or not */
 	bool		use_gpu;		/* the GPU worker runs k-means and assignment */
 	bool		gpu_served;
 	/* pass 2 */
@@ -543,8 +544,8 @@ sample_rows(BuildState *state, IndexInfo *info)
 	cv_prng_seed(&state->prng, (uint64) state->options->seed);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_SAMPLING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) estimate);
-	table_index_build_scan(state->heap, state->index, info, true, true,
-						   sample_callback, state, NULL);
+	state->heap_tuples = table_index_build_scan(state->heap, state->index, info, true, true,
+												sample_callback, state, NULL);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
 }
 
@@ -595,6 +596,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	sample_rows(&state, info);
 	if (state.rows == 0)
 	{
+		result->heap_tuples = state.heap_tuples;
 		write_empty_index(index, MAIN_FORKNUM, state.metric, state.dimensions);
 		ereport(NOTICE,
 				(errmsg("cvivf index \"%s\" was built on a table without vectors",
@@ -615,7 +617,8 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	cvivf_writer_finish(writer);
 	if (state.gpu_served)
 		pg_atomic_fetch_add_u64(&cv_gpu_shared->build_gpu_calls, 1);
-	result->heap_tuples = state.rows;
+	/* PostgreSQL stores heap_tuples as the table's reltuples: every row, not the indexed ones */
+	result->heap_tuples = state.heap_tuples;
 	result->index_tuples = state.assigned;
 	return result;
 }
