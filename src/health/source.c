@@ -21,6 +21,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "access.h"
 #include "health/health_sql.h"
 #include "type/cvec.h"
 
@@ -294,6 +295,8 @@ health_read_table(HealthInput *input, Oid relid, const char *label_column,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 	relkind = get_rel_relkind(relid);
+	/* SELECT, before the parser of the query below locks the table (access.c) */
+	cv_check_select(relid);
 
 	check_column(relid, label_column, "cluster");
 	check_column(relid, vector_column, "vector");
