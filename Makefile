@@ -1,6 +1,6 @@
 # clustervec: PGXS build.  `make`, `make install`, `make installcheck`.
-# The CUDA library is built only where nvcc is found (or CUDA=1); the main
-# module never links CUDA.
+# The CUDA library is built with CUDA=1, or where nvcc and a GPU are both
+# present (see below); the main module never links CUDA.
 
 EXTENSION = clustervec
 MODULE_big = clustervec
@@ -51,14 +51,28 @@ include $(PGXS)
 # PGXS tracks no header dependencies: every object depends on every header.
 $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h $(srcdir)/cuda/include/*.h)
 
-NVCC ?= $(shell command -v nvcc 2>/dev/null)
-ifneq ($(CUDA),)
+# The CUDA library (cuda/cuda.mk) is built when asked, CUDA=1, or when the
+# machine can use it: nvcc found AND a GPU present (`nvidia-smi -L` succeeds
+# or /dev/nvidia0 exists).  CUDA=0 never builds it.  Without a GPU its nvcc
+# build takes minutes for a library nothing here could load.
+ifeq ($(origin NVCC),undefined)
+NVCC := $(shell command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+endif
+ifeq ($(CUDA),)
+ifneq ($(NVCC),)
+CV_HAVE_GPU := $(shell { nvidia-smi -L >/dev/null 2>&1 || [ -e /dev/nvidia0 ]; } && echo yes)
+ifeq ($(CV_HAVE_GPU),yes)
+CV_BUILD_CUDA = 1
+endif
+endif
+else ifneq ($(CUDA),0)
+CV_BUILD_CUDA = 1
 ifeq ($(NVCC),)
 NVCC = nvcc
 endif
 endif
 
-ifneq ($(NVCC),)
+ifeq ($(CV_BUILD_CUDA),1)
 include cuda/cuda.mk
 endif
 

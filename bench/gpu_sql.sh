@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/gpu_sql.sh: the GPU paths end to end through SQL, on the GPU machine
-# after `. .gpu/device-env.sh`, `pgmake install` and
+# after `. .gpu/device-env.sh`, `pgmake CUDA=1 install` and
 # `pg_start "shared_preload_libraries = 'clustervec'" ...`:
 #
 #   bash bench/gpu_sql.sh ROWS DIMS CLUSTERS LISTS

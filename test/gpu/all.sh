@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 GEN='-gencode arch=compute_90,code=sm_90'
 t0=$(date +%s)
-{ pgmake -j16 CUDA_GENCODE="$GEN" && pgmake install CUDA_GENCODE="$GEN"; } > "$OUT/build.log" 2>&1 \
+{ pgmake CUDA=1 -j16 CUDA_GENCODE="$GEN" && pgmake CUDA=1 install CUDA_GENCODE="$GEN"; } > "$OUT/build.log" 2>&1 \
   || { tail -40 "$OUT/build.log"; exit 1; }
 grep -i "warning" "$OUT/build.log" | head -5
 echo "build: $(( $(date +%s) - t0 )) s"

@@ -6,8 +6,8 @@ set -uo pipefail
 if ! declare -F pgmake >/dev/null; then
   . .gpu/device-env.sh || exit 1
 fi
-pgmake -j"$(nproc)" >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
-pgmake install >/dev/null 2>&1
+pgmake CUDA=1 -j"$(nproc)" >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
+pgmake CUDA=1 install >/dev/null 2>&1
 pg_start "shared_preload_libraries = 'clustervec'" "max_connections = 100" >/dev/null || exit 1
 sleep 3
 pg_psql -q -c "CREATE EXTENSION clustervec"

@@ -12,11 +12,11 @@ fi
 pass=0; fail=0
 check() { if [ "$2" = "$3" ]; then echo "PASS $1"; pass=$((pass+1)); else echo "FAIL $1: got '$2', want '$3'"; fail=$((fail+1)); fi; }
 
-pgmake -j"$(nproc)" >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; echo "0 passed, 1 failed"; exit 1; }
-pgmake install >/dev/null 2>&1
+pgmake CUDA=1 -j"$(nproc)" >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; echo "0 passed, 1 failed"; exit 1; }
+pgmake CUDA=1 install >/dev/null 2>&1
 grep -E "warning" /tmp/build.log | head -5
 echo "== CUDA harness"
-pgmake cudatest 2>&1 | tail -15
+pgmake CUDA=1 cudatest 2>&1 | tail -15
 cuda/tests/knn_test ./cuda/clustervec_cuda.so --require-device >/tmp/knn.log 2>&1; check "knn_test on the device" "$?" 0
 tail -3 /tmp/knn.log
 

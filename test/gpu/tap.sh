@@ -9,7 +9,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 repeat=${1:?repeat count}; shift
 GEN='-gencode arch=compute_90,code=sm_90'
 t0=$(date +%s)
-{ pgmake -j16 CUDA_GENCODE="$GEN" && pgmake install CUDA_GENCODE="$GEN"; } > "$OUT/build.log" 2>&1 \
+{ pgmake CUDA=1 -j16 CUDA_GENCODE="$GEN" && pgmake CUDA=1 install CUDA_GENCODE="$GEN"; } > "$OUT/build.log" 2>&1 \
   || { tail -40 "$OUT/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 for file in "$@"; do

@@ -8,8 +8,8 @@ set -uo pipefail
 if ! declare -F pgmake >/dev/null; then
   . .gpu/device-env.sh || exit 1
 fi
-pgmake -j"$(nproc)" >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
-pgmake install >/dev/null 2>&1
+pgmake CUDA=1 -j"$(nproc)" >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
+pgmake CUDA=1 install >/dev/null 2>&1
 echo "== TAP with the CUDA library"
 export CV_GPU_LIBRARY=clustervec_cuda
 pg_prove test/t/101_gpu_worker.pl test/t/102_gpu_restart.pl test/t/103_gpu_crash.pl 2>&1 | grep -E "^(ok|not ok|test/t|Files|Result|#.*fail)" | grep -v "^ok" | tail -20
