@@ -35,6 +35,9 @@ CV_DEB_PACKAGES=(
 	python3-numpy
 	python3-sklearn
 	python3-psycopg2
+	python3-psycopg
+	python3-pandas
+	python3-matplotlib
 )
 
 # Variables passed through to commands run as the PostgreSQL user, when set.

@@ -9,8 +9,9 @@
 # Suites: pg_regress (make installcheck), TAP (test/t/*.pl, run by make
 # installcheck when the Makefile sets TAP_TESTS), the C unit tests
 # (make -C test/math run), the GPU library's API tests against the CPU shim
-# (cuda/tests) and the numeric tests (test/numeric/test_*.py, with
-# Debian's /usr/bin/python3).  CV_TEST_SEED fixes the random seeds.
+# (cuda/tests), the numeric tests (test/numeric/test_*.py, with
+# Debian's /usr/bin/python3) and the Python client's tests (python/tests).
+# CV_TEST_SEED fixes the random seeds.
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -218,6 +219,19 @@ suite_numeric() {
 	[ "$found" = 1 ] || record_suite "numeric" 0 1 "no test/numeric/test_*.py"
 }
 
+# The Python client (python/: adapters, cluster_health, report) against the
+# private cluster, in a database of its own.
+suite_python() {
+	local db=clustervec_python log="${CV_WORK}/python.log" rc=0
+	cv_header "Python client tests: PYTHONPATH=python ${PYTHON} python/tests/run.py"
+	if ! cv_psql -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${db}" -c "CREATE DATABASE ${db}"; then
+		record_suite "python" 0 1 "could not create database ${db}"
+		return 0
+	fi
+	CV_PGDATABASE=$db run_logged "$log" env PYTHONPATH=python "$PYTHON" python/tests/run.py || rc=$?
+	record_counted "python" "$log" "$rc"
+}
+
 main() {
 	cv_init test 5497
 	cv_install_trap
@@ -249,6 +263,7 @@ main() {
 	suite_math
 	suite_cuda_api
 	suite_numeric
+	suite_python
 
 	cv_stop_server
 	print_summary
