@@ -4,8 +4,9 @@
  * The access method is not told the LIMIT, so the scan asks the worker for
  * the best 64 rows of the probed lists, returns them (merged with rows
  * inserted after the mirror), and asks again for four times as many when
- * the executor wants more, skipping what it returned: the answers are
- * deterministic, so a larger answer starts with the smaller one.  Past the
+ * the executor wants more, skipping what it returned by distance and
+ * identity (rows inserted into the lists meanwhile may come before them in
+ * the larger answer, so a count of rows returned would repeat some).  Past the
  * worker's largest answer, or when the worker fails, the CPU scan takes
  * over and skips the rows returned already; when the probed lists run out,
  * an iterative scan continues with the next lists on the CPU.
@@ -77,7 +78,15 @@ cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float 
 	return scan;
 }
 
-/* Asks the worker for the best width rows; false when it failed. */
+/*
+ * Asks the worker for the best width rows; false when it failed.  A larger
+ * answer after the first resumes after the rows returned already: those
+ * nearer than the last one returned, and its ties returned so far.  A row
+ * that came into the lists since the first answer and is nearer is skipped
+ * too, which is right: its transaction began after this scan's snapshot
+ * (an insert that the snapshot sees was in the lists before the first
+ * answer), so it is invisible to this scan anyway.
+ */
 static bool
 fetch(CvIvfGpuScan *scan, int width)
 {
@@ -96,6 +105,11 @@ fetch(CvIvfGpuScan *scan, int width)
 						   &scan->trusted, &scan->exhausted);
 		scan->width = width;
 		cvivf_mirror_answer_free(&answer);
+		scan->next = 0;
+		while (scan->next < scan->trusted &&
+			   cvivf_gpu_scan_returned(scan, &scan->candidates[scan->next].tid,
+									   scan->candidates[scan->next].distance))
+			scan->next++;
 	}
 	else
 		cv_gpu_fall_back("an index scan", &error);

@@ -52,7 +52,8 @@ judge_tuple(const CvIvfTupleHeader *header, const float *vector pg_attribute_unu
 /*
  * Flags the collected dead tuples of one list, one page (one WAL record,
  * with the list's count) at a time.  The generation goes up before the
- * first flag, so no mirror outlives a change it did not see.
+ * first flag, so no older mirror outlives a change it did not see (and up
+ * again after the last one: see cvivfbulkdelete).
  */
 static int64
 flag_dead(Relation index, const CvIvfMetaPageData *meta, int list, BulkDeleteState *state,
@@ -115,6 +116,14 @@ cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		removed_total += flag_dead(index, &meta, list, &state, info->strategy);
 		vacuum_delay_point();
 	}
+	/*
+	 * A mirror uploaded while the flags went in holds tuples that are dead
+	 * now, whose heap TIDs the heap's vacuum is about to free for reuse, and
+	 * directory counts that fell under it (so rows inserted later would not
+	 * look like growth): it must not serve, so the generation goes up again.
+	 */
+	if (state.generation_bumped)
+		cvivf_bump_generation(index);
 	stats->tuples_removed += removed_total;
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	return stats;

@@ -88,5 +88,51 @@ is(sql(q{SELECT mirrors || '|' || mirror_bytes FROM clustervec_gpu_info()}), "$c
 	'clustervec_gpu_info counts the same mirrors and bytes');
 cv_verify_ok($node, 'items_idx');
 
+# A cursor over the mirror asks the worker again (64 rows, then 256) after
+# rows came into the probed lists nearer than those it returned: it resumes
+# after what it returned, by distance and identity, so no row comes twice
+# (resuming by count repeated as many rows as came in).
+sql(q{CREATE EXTENSION dblink;
+CREATE TABLE grid (id int PRIMARY KEY, v cvec(2));
+INSERT INTO grid SELECT i, ARRAY[(i % 100) + 1, (i / 100) + 1]::real[]::cvec
+	FROM generate_series(0, 9999) i;
+SET clustervec.gpu = off;
+CREATE INDEX grid_idx ON grid USING cvivf (v) WITH (lists = 4);
+CREATE TABLE fetched (n int, id int)});
+is(sql(q{SET clustervec.gpu = require; SELECT clustervec_gpu_warm('grid_idx')}), 't',
+	'the grid is mirrored');
+sql(q{INSERT INTO grid SELECT 200000 + i, '[50,50]' FROM generate_series(1, 3) i});
+my $connstr = 'host=' . $node->host . ' port=' . $node->port . ' dbname=postgres';
+my $searches = sql(q{SELECT searches FROM clustervec_gpu_info()});
+sql(qq{
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SET LOCAL enable_seqscan = off;
+SET LOCAL clustervec.probes = 4;
+SET LOCAL clustervec.gpu = require;
+DO \$\$
+DECLARE
+	cur refcursor;
+	r record;
+BEGIN
+	OPEN cur FOR SELECT id FROM grid ORDER BY v <-> '[0,0]';
+	FOR i IN 1 .. 340 LOOP
+		IF i = 41 THEN
+			PERFORM dblink_exec('$connstr',
+				'INSERT INTO grid SELECT 100000 + i, ''[1,1]'' FROM generate_series(1, 5) i');
+		END IF;
+		FETCH cur INTO r;
+		EXIT WHEN NOT FOUND;
+		INSERT INTO fetched VALUES (i, r.id);
+	END LOOP;
+END
+\$\$;
+COMMIT});
+cmp_ok(sql(q{SELECT searches FROM clustervec_gpu_info()}), '>', $searches,
+	'the GPU served the cursor');
+is(sql(q{SELECT count(*) || '|' || count(DISTINCT id) FROM fetched}), '340|340',
+	'340 rows fetched around a concurrent insert, none twice');
+is(sql(q{SELECT count(*) FROM fetched WHERE id >= 100000 AND id < 200000}), '0',
+	'and none of the rows the snapshot cannot see');
+
 $node->stop;
 done_testing();
