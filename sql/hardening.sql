@@ -22,6 +22,8 @@ SELECT cluster_stats_final('{1,1,0,0,0,0,1,Infinity}'::float8[]);
 SELECT cluster_stats_final('{1,0,0,0,0,0,1,1}'::float8[]);
 SELECT cluster_stats_final('{1,1.5,0,0,0,0,1,1}'::float8[]);
 SELECT cluster_stats_final('{1,1,0,2,0,0,1,1}'::float8[]);
+SELECT (cluster_stats_final('{1,1e19,0,0,0,0,1,1}'::float8[])).n;
+SELECT cvec_avg('{1e19,1}');
 SELECT cluster_stats_final('{1,1,0,1,-1,0,1,1}'::float8[]);
 SELECT cluster_stats_final('{1,1,0,0,0,0,1e300,1}'::float8[]);
 SELECT cluster_stats_final('{2,1,0,0,0,0,1e200,1e200,1,1}'::float8[]);

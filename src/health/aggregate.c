@@ -49,7 +49,7 @@ static void
 check_moments(const float8 *s)
 {
 	if (!cvec_is_row_count(s[ST_N]) || s[ST_N] < 1)
-		invalid_state("The member count is not a whole number >= 1");
+		invalid_state("The member count is not a whole number between 1 and 2^53");
 	if (!cvec_is_row_count(s[ST_NONZERO]) || s[ST_NONZERO] > s[ST_N])
 		invalid_state("The count of nonzero members is not a whole number between 0 and the member count");
 	if (s[ST_NORM_MEAN] < 0)

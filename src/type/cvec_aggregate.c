@@ -48,7 +48,7 @@ state_elements(ArrayType *state, int *dim)
 		invalid_state("wrong length");
 	values = (float8 *) ARR_DATA_PTR(state);
 	if (!cvec_is_row_count(values[0]))
-		invalid_state("the count is not a whole number >= 0");
+		invalid_state("the count is not a whole number between 0 and 2^53");
 	if ((values[0] == 0) != (length == 1))
 		invalid_state("the count does not match the sums");
 	for (int i = 1; i < length; i++)

@@ -89,11 +89,16 @@ cvec_float_or_overflow(double value)
 	return narrowed;
 }
 
-/* Whether an aggregate state's count is one: a finite whole number >= 0. */
+/*
+ * Whether an aggregate state's count is one: a whole number from 0 to 2^53,
+ * where float8 still counts every row and int8 holds it (found by fuzzing:
+ * 1e19 became a negative bigint).
+ */
 bool
 cvec_is_row_count(double count)
 {
-	return isfinite(count) && count >= 0 && count == floor(count);
+	return isfinite(count) && count >= 0 && count <= 9007199254740992.0 &&
+		count == floor(count);
 }
 
 /* Arithmetic on finite elements may still overflow to infinity. */
