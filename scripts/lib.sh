@@ -38,6 +38,10 @@ CV_DEB_PACKAGES=(
 	python3-psycopg
 	python3-pandas
 	python3-matplotlib
+	# scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes, llvm-symbolizer
+	clang
+	libclang-rt-14-dev
+	llvm
 )
 
 # Variables passed through to commands run as the PostgreSQL user, when set.

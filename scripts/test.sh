@@ -10,7 +10,9 @@
 # installcheck when the Makefile sets TAP_TESTS), the C unit tests
 # (make -C test/math run), the GPU library's API tests against the CPU shim
 # (cuda/tests), the numeric tests (test/numeric/test_*.py, with
-# Debian's /usr/bin/python3) and the Python client's tests (python/tests).
+# Debian's /usr/bin/python3) and the Python client's tests (python/tests);
+# then, each with a build and a server of its own, scripts/sanitize.sh
+# (ASan + UBSan) and scripts/fuzz.sh (libFuzzer).
 # CV_TEST_SEED fixes the random seeds.
 set -euo pipefail
 
@@ -232,6 +234,24 @@ suite_python() {
 	record_counted "python" "$log" "$rc"
 }
 
+# The extension, the CPU library and the unit tests built with ASan + UBSan,
+# against a private server of their own (scripts/sanitize.sh, port 5493).
+suite_sanitize() {
+	local log="${CV_WORK}/sanitize.log" rc=0
+	cv_header "ASan + UBSan: bash scripts/sanitize.sh"
+	CV_SKIP_DEPS=1 bash "${CV_ROOT}/scripts/sanitize.sh" 2>&1 | tee "$log" || rc=$?
+	record_counted "sanitize" "$log" "$rc"
+}
+
+# The libFuzzer harnesses of fuzz/ (scripts/fuzz.sh): the reproducers of
+# fuzz/regressions replayed, then every target fuzzed for CV_FUZZ_SECONDS.
+suite_fuzz() {
+	local log="${CV_WORK}/fuzz.log" rc=0
+	cv_header "libFuzzer: bash scripts/fuzz.sh"
+	CV_SKIP_DEPS=1 bash "${CV_ROOT}/scripts/fuzz.sh" 2>&1 | tee "$log" || rc=$?
+	record_counted "fuzz" "$log" "$rc"
+}
+
 main() {
 	cv_init test 5497
 	cv_install_trap
@@ -264,6 +284,8 @@ main() {
 	suite_cuda_api
 	suite_numeric
 	suite_python
+	suite_sanitize
+	suite_fuzz
 
 	cv_stop_server
 	print_summary
