@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/index.h"
@@ -123,9 +124,18 @@ cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
 	}
 	cv_check_row_security(heapid, function);
 	*heap = table_open(heapid, lockmode);
-	index = index_open(indexid, AccessShareLock);
+	/* REINDEX CONCURRENTLY may drop it while we wait for its lock */
+	index = try_relation_open(indexid, AccessShareLock);
+	if (index == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("index with OID %u does not exist", indexid),
+				 errdetail("It was dropped while %s waited for it, for example when REINDEX CONCURRENTLY replaced it.",
+						   function),
+				 errhint("Name the index again: its name now refers to the new one.")));
 	/* dropped and its OID reused while we waited for the lock */
-	if (index->rd_indam->ambuild != cvivfbuild || IndexGetRelation(indexid, false) != heapid)
+	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_indam->ambuild != cvivfbuild ||
+		IndexGetRelation(indexid, true) != heapid)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("could not open parent table of index \"%s\"",

@@ -68,6 +68,19 @@ RESET_MESSAGES = (
 )
 
 
+# What a client may see from a concurrent REINDEX INDEX CONCURRENTLY: a
+# cvsearch whose index (named by OID once parsed) was replaced and dropped
+# while it waited for it.  Counted with the expected errors, and logged.
+RACE_MESSAGES = (
+    "was dropped while cvsearch waited for it",
+)
+
+
+def is_reindex_race(exc):
+    """Whether an exception is a function meeting the index REINDEX CONCURRENTLY just dropped."""
+    return getattr(exc, "pgcode", None) == "42704" and any(m in str(exc) for m in RACE_MESSAGES)
+
+
 def is_reset_error(exc):
     """Whether an exception is one a crash-reset of the server causes."""
     if isinstance(exc, psycopg2.InterfaceError):
@@ -287,6 +300,11 @@ class Client(threading.Thread):
 
     def failed(self, exc):
         stats = self.ctx.stats
+        if is_reindex_race(exc):
+            stats.count(stats.reset_errors, self.kind)
+            stats.note(self.kind, "reindex race", str(exc).strip())
+            self.rollback()
+            return
         if is_reset_error(exc):
             stats.count(stats.reset_errors, self.kind)
             self.close()
@@ -294,12 +312,15 @@ class Client(threading.Thread):
             return
         stats.count(stats.unexpected, self.kind)
         stats.note(self.kind, "error", "%s: %s" % (type(exc).__name__, str(exc).strip()))
+        self.rollback()
+        self.ctx.stop.wait(0.5)
+
+    def rollback(self):
         try:
             if self.conn is not None and not self.conn.closed:
                 self.conn.cursor().execute("ROLLBACK")
         except Exception:                     # noqa: BLE001
             self.close()
-        self.ctx.stop.wait(0.5)
 
     def close(self):
         if self.conn is not None:
@@ -838,7 +859,7 @@ def report(ctx, killer, elapsed, hung, final, backend):
       % (elapsed, args.seconds, args.clients, args.rows, args.dims, args.centres, args.lists,
          args.gpu_library, backend))
     w("")
-    w("| kind | transactions | errors from resets | unexpected errors | wrong answers |")
+    w("| kind | transactions | errors from resets (and REINDEX swaps) | unexpected errors | wrong answers |")
     w("|---|---:|---:|---:|---:|")
     totals = [0, 0, 0, 0]
     for k in KINDS:

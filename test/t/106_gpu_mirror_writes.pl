@@ -134,5 +134,21 @@ is(sql(q{SELECT count(*) || '|' || count(DISTINCT id) FROM fetched}), '340|340',
 is(sql(q{SELECT count(*) FROM fetched WHERE id >= 100000 AND id < 200000}), '0',
 	'and none of the rows the snapshot cannot see');
 
+# A function whose index is dropped while it waits for the table (as REINDEX
+# CONCURRENTLY drops the index it replaced) says so, instead of an internal
+# "could not open relation with OID" error (the soak met one).
+my $dropper = cv_start_psql($node,
+	'BEGIN; DROP INDEX grid_idx; SELECT pg_sleep(3); COMMIT');
+ok(defined cv_wait_for($node,
+		q{SELECT count(*) > 0 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+		  WHERE c.relname = 'grid' AND l.mode = 'AccessExclusiveLock' AND l.granted},
+		't', 30),
+	'another session drops the index and holds the table');
+my ($race_rc, $race_out, $race_err) = cv_try_sql($node,
+	q{SELECT count(*) FROM cvsearch('grid_idx', ARRAY['[0,0]'::cvec], 5)}, 60);
+like($race_err, qr/index with OID \d+ does not exist.*\n.*dropped while cvsearch waited for it/,
+	'cvsearch whose index was dropped meanwhile says so');
+cv_finish_psql($dropper);
+
 $node->stop;
 done_testing();
