@@ -12,7 +12,8 @@
 # (cuda/tests), the numeric tests (test/numeric/test_*.py, with
 # Debian's /usr/bin/python3) and the Python client's tests (python/tests);
 # then, each with a build and a server of its own, scripts/sanitize.sh
-# (ASan + UBSan) and scripts/fuzz.sh (libFuzzer).
+# (ASan + UBSan), scripts/fuzz.sh (libFuzzer) and scripts/demo.sh (the
+# README's first command, which prints its own wall time).
 # CV_TEST_SEED fixes the random seeds.
 set -euo pipefail
 
@@ -252,6 +253,21 @@ suite_fuzz() {
 	record_counted "fuzz" "$log" "$rc"
 }
 
+# The README's first command, scripts/demo.sh, end to end (its own server,
+# port 5498): it must work, and it prints its own wall time on this machine,
+# the packages installed by now as a user's second command finds them.
+suite_demo() {
+	local log="${CV_WORK}/demo.log" rc=0 took
+	cv_header "The demo: bash scripts/demo.sh"
+	CV_SKIP_DEPS=1 bash "${CV_ROOT}/scripts/demo.sh" 2>&1 | tee "$log" || rc=$?
+	took=$(grep -aoE 'demo took [0-9]+ s' "$log" | tail -n 1 || true)
+	if [ "$rc" = 0 ] && [ -n "$took" ]; then
+		record_suite "demo" 1 0 "$took"
+	else
+		record_suite "demo" 0 1 "exit status ${rc}${took:+, $took}"
+	fi
+}
+
 main() {
 	cv_init test 5497
 	cv_install_trap
@@ -286,6 +302,7 @@ main() {
 	suite_python
 	suite_sanitize
 	suite_fuzz
+	suite_demo
 
 	cv_stop_server
 	print_summary
