@@ -742,6 +742,9 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	{
 		int			nqb = nq - q0 < nqb_max ? nq - q0 : nqb_max;
 
+		if (cvcuda_stopping())
+			return cvcuda_stopped(err, "ivf_search");
+
 		CVCUDA_TRY(cudaMemcpyAsync(b.queries.get(), queries + (size_t) q0 * d,
 								   sizeof(float) * (size_t) nqb * d, cudaMemcpyHostToDevice,
 								   stream), "ivf_search: copy queries", err);
