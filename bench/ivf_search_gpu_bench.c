@@ -185,7 +185,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 			printf("(time budget spent: stopping)\n");
 			break;
 		}
-		if (search_fn(bc, lists, d, bv, bo, CVCUDA_METRIC_L2, queries, RECALL_QUERIES, K, probes,
+		if (search_fn(bc, lists, d, bv, bo, CV_METRIC_L2, queries, RECALL_QUERIES, K, probes,
 					  pos, dist, NULL, &err) != CVCUDA_OK)
 		{
 			printf("search failed: %s\n", err.message);
@@ -203,7 +203,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 		{
 			double		t = now();
 
-			if (search_fn(bc, lists, d, bv, bo, CVCUDA_METRIC_L2, queries, BATCH, K, probes,
+			if (search_fn(bc, lists, d, bv, bo, CV_METRIC_L2, queries, BATCH, K, probes,
 						  pos, dist, NULL, &err) != CVCUDA_OK)
 			{
 				printf("search failed: %s\n", err.message);

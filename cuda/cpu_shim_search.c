@@ -111,9 +111,9 @@ static double
 row_distance(const CvDistanceKernels *kernels, int metric, const float *query,
 			 const float *row, int d)
 {
-	if (metric == CVCUDA_METRIC_L2)
+	if (metric == CV_METRIC_L2)
 		return sqrt(kernels->l2_squared(query, row, d));
-	if (metric == CVCUDA_METRIC_IP)
+	if (metric == CV_METRIC_INNER_PRODUCT)
 		return -kernels->inner_product(query, row, d);
 	return cv_cosine_distance_from_parts(kernels->cosine_parts(query, row, d));
 }
@@ -160,7 +160,7 @@ search_one(const CvDistanceKernels *kernels, const float *centroids, int lists, 
 	for (int l = 0; l < lists; l++)
 	{
 		const float *c = centroids + (size_t) l * d;
-		double		v = metric == CVCUDA_METRIC_L2 ? kernels->l2_squared(query, c, d) :
+		double		v = metric == CV_METRIC_L2 ? kernels->l2_squared(query, c, d) :
 			-kernels->inner_product(query, c, d);
 
 		ranked[l].distance = isnan(v) ? INFINITY : v;

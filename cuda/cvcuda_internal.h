@@ -464,8 +464,8 @@ cvcuda_check_ivf_search_args(const CvCudaBuffer *centroids, int lists, int d,
 	if (nq < 0)
 		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
 								"ivf_search: nq (%d) must not be negative", nq);
-	if (metric != CVCUDA_METRIC_L2 && metric != CVCUDA_METRIC_IP &&
-		metric != CVCUDA_METRIC_COSINE)
+	if (metric != CV_METRIC_L2 && metric != CV_METRIC_INNER_PRODUCT &&
+		metric != CV_METRIC_COSINE)
 		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
 								"ivf_search: unknown metric %d", metric);
 	if (centroids == NULL || vectors == NULL || list_offsets == NULL)

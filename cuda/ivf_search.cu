@@ -67,7 +67,7 @@
 // for the others (src/ivf/metric.c).
 template <int METRIC>
 using CentroidTerm =
-	typename std::conditional<METRIC == CVCUDA_METRIC_L2, LaneL2, LaneIp>::type;
+	typename std::conditional<METRIC == CV_METRIC_L2, LaneL2, LaneIp>::type;
 
 // keys[q * lists + l] = order key of the centroid distance of query q to list l.
 template <int METRIC>
@@ -88,7 +88,7 @@ centroid_keys_kernel(const float *__restrict__ queries, int nq,
 
 	if (q < nq && r < lists)
 	{
-		double		v = METRIC == CVCUDA_METRIC_L2 ? sum : -sum;
+		double		v = METRIC == CV_METRIC_L2 ? sum : -sum;
 
 		if (v != v)
 			v = __longlong_as_double(0x7ff0000000000000LL);
@@ -184,12 +184,12 @@ exact_distance(const float *__restrict__ q, const float *__restrict__ v, int d, 
 			double		x = (double) __ldg(q + j);
 			double		y = (double) __ldg(v + j);
 
-			if (METRIC == CVCUDA_METRIC_L2)
+			if (METRIC == CV_METRIC_L2)
 				a0 = LaneL2::add(a0, x, y);
 			else
 			{
 				a0 = LaneIp::add(a0, x, y);
-				if (METRIC == CVCUDA_METRIC_COSINE)
+				if (METRIC == CV_METRIC_COSINE)
 				{
 					a1 = LaneIp::add(a1, x, x);
 					a2 = LaneIp::add(a2, y, y);
@@ -197,9 +197,9 @@ exact_distance(const float *__restrict__ q, const float *__restrict__ v, int d, 
 			}
 		}
 	a0 = lane_fold(a0);
-	if (METRIC == CVCUDA_METRIC_L2)
+	if (METRIC == CV_METRIC_L2)
 		return __dsqrt_rn(a0);
-	if (METRIC == CVCUDA_METRIC_IP)
+	if (METRIC == CV_METRIC_INNER_PRODUCT)
 		return -a0;
 	a1 = lane_fold(a1);
 	a2 = lane_fold(a2);
@@ -245,7 +245,7 @@ float_sums(const float *__restrict__ q, const float *__restrict__ v, int d, int 
 #pragma unroll
 				for (int i = 0; i < 4; i++)
 				{
-					if (METRIC == CVCUDA_METRIC_L2)
+					if (METRIC == CV_METRIC_L2)
 					{
 						float		e = __fsub_rn(xs[i], ys[i]);
 
@@ -256,7 +256,7 @@ float_sums(const float *__restrict__ q, const float *__restrict__ v, int d, int 
 						float		p = __fmul_rn(xs[i], ys[i]);
 
 						a = __fadd_rn(a, p);
-						if (METRIC == CVCUDA_METRIC_IP)
+						if (METRIC == CV_METRIC_INNER_PRODUCT)
 							b = __fadd_rn(b, fabsf(p));
 						else
 						{
@@ -273,7 +273,7 @@ float_sums(const float *__restrict__ q, const float *__restrict__ v, int d, int 
 				float		x = __ldg(q + j);
 				float		y = __ldg(v + j);
 
-				if (METRIC == CVCUDA_METRIC_L2)
+				if (METRIC == CV_METRIC_L2)
 				{
 					float		e = __fsub_rn(x, y);
 
@@ -284,7 +284,7 @@ float_sums(const float *__restrict__ q, const float *__restrict__ v, int d, int 
 					float		p = __fmul_rn(x, y);
 
 					a = __fadd_rn(a, p);
-					if (METRIC == CVCUDA_METRIC_IP)
+					if (METRIC == CV_METRIC_INNER_PRODUCT)
 						b = __fadd_rn(b, fabsf(p));
 					else
 					{
@@ -295,9 +295,9 @@ float_sums(const float *__restrict__ q, const float *__restrict__ v, int d, int 
 			}
 	}
 	*s1 = fold_float(a);
-	if (METRIC != CVCUDA_METRIC_L2)
+	if (METRIC != CV_METRIC_L2)
 		*s2 = fold_float(b);
-	if (METRIC == CVCUDA_METRIC_COSINE)
+	if (METRIC == CV_METRIC_COSINE)
 		*s3 = fold_float(c);
 }
 
@@ -309,7 +309,7 @@ distance_lower_bound(float s1, float s2, float s3, int d)
 	const double u = 0x1p-24;
 	const double n = (double) d;
 
-	if (METRIC == CVCUDA_METRIC_L2)
+	if (METRIC == CV_METRIC_L2)
 	{
 		if (!isfinite(s1))
 			return -INFINITY;
@@ -317,7 +317,7 @@ distance_lower_bound(float s1, float s2, float s3, int d)
 
 		return lb > 0 ? __dsqrt_rn(lb) : 0.0;
 	}
-	if (METRIC == CVCUDA_METRIC_IP)
+	if (METRIC == CV_METRIC_INNER_PRODUCT)
 	{
 		if (!isfinite(s1) || !isfinite(s2))
 			return -INFINITY;
@@ -538,13 +538,13 @@ launch_scan(int metric, const float *vectors, const long long *offsets, const fl
 			long long *out_pos,
 			double *out_dist, cudaStream_t stream)
 {
-	if (metric == CVCUDA_METRIC_L2)
-		return launch_scan_metric<CVCUDA_METRIC_L2>(vectors, offsets, queries, d, probe, order,
+	if (metric == CV_METRIC_L2)
+		return launch_scan_metric<CV_METRIC_L2>(vectors, offsets, queries, d, probe, order,
 													probes, k, nqb, out_pos, out_dist, stream);
-	if (metric == CVCUDA_METRIC_IP)
-		return launch_scan_metric<CVCUDA_METRIC_IP>(vectors, offsets, queries, d, probe, order,
+	if (metric == CV_METRIC_INNER_PRODUCT)
+		return launch_scan_metric<CV_METRIC_INNER_PRODUCT>(vectors, offsets, queries, d, probe, order,
 													probes, k, nqb, out_pos, out_dist, stream);
-	return launch_scan_metric<CVCUDA_METRIC_COSINE>(vectors, offsets, queries, d, probe, order,
+	return launch_scan_metric<CV_METRIC_COSINE>(vectors, offsets, queries, d, probe, order,
 													 probes, k, nqb, out_pos, out_dist, stream);
 }
 
@@ -554,12 +554,12 @@ launch_centroid_keys(int metric, const float *queries, int nqb, const float *cen
 {
 	dim3		grid((lists + TILE - 1) / TILE, (nqb + TILE - 1) / TILE);
 
-	if (metric == CVCUDA_METRIC_L2)
-		centroid_keys_kernel<CVCUDA_METRIC_L2><<<grid, TILE_THREADS, 0, stream>>>(queries, nqb,
+	if (metric == CV_METRIC_L2)
+		centroid_keys_kernel<CV_METRIC_L2><<<grid, TILE_THREADS, 0, stream>>>(queries, nqb,
 																				centroids, lists,
 																				d, keys);
 	else
-		centroid_keys_kernel<CVCUDA_METRIC_IP><<<grid, TILE_THREADS, 0, stream>>>(queries, nqb,
+		centroid_keys_kernel<CV_METRIC_INNER_PRODUCT><<<grid, TILE_THREADS, 0, stream>>>(queries, nqb,
 																				centroids, lists,
 																				d, keys);
 	return cvcuda_check_launch(stream);

@@ -315,9 +315,6 @@ CvCudaStatus cvcuda_kmeans_lloyd(const CvCudaBuffer *points, long long n, int d,
  * --------------------------------------------------------------------- */
 
 /* Distances: the access methods' CvMetric (clustervec_metric.h). */
-#define CVCUDA_METRIC_L2 CV_METRIC_L2
-#define CVCUDA_METRIC_IP CV_METRIC_INNER_PRODUCT
-#define CVCUDA_METRIC_COSINE CV_METRIC_COSINE
 
 /* Largest k and probes cvcuda_ivf_search accepts. */
 #define CVCUDA_SEARCH_MAX_K 1024

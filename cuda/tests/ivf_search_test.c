@@ -131,7 +131,7 @@ build_mirror(const SearchCase *c, int metric, uint64_t *state, Mirror *m)
 			for (int j = 0; j < d; j++)
 				ce[j] = c->kind == DATA_SMALL_INTS ? (float) (next_random(state) % 4) :
 					uniformf(state) * 4;
-		if (metric != CVCUDA_METRIC_L2)
+		if (metric != CV_METRIC_L2)
 			normalize(ce, d);
 	}
 	for (int i = 0; i < 8 * d; i++)
@@ -249,7 +249,7 @@ reference_search(const SearchCase *c, const Mirror *m, int metric, int probes,
 		for (int l = 0; l < c->lists; l++)
 		{
 			const float *ce = m->centroids + (size_t) l * d;
-			double		v = metric == CVCUDA_METRIC_L2 ? s->l2_squared(query, ce, d) :
+			double		v = metric == CV_METRIC_L2 ? s->l2_squared(query, ce, d) :
 				-s->inner_product(query, ce, d);
 
 			ranked[l].distance = isnan(v) ? INFINITY : v;
@@ -269,9 +269,9 @@ reference_search(const SearchCase *c, const Mirror *m, int metric, int probes,
 				double		dv;
 				int			at = size;
 
-				if (metric == CVCUDA_METRIC_L2)
+				if (metric == CV_METRIC_L2)
 					dv = sqrt(s->l2_squared(query, v, d));
-				else if (metric == CVCUDA_METRIC_IP)
+				else if (metric == CV_METRIC_INNER_PRODUCT)
 					dv = -s->inner_product(query, v, d);
 				else
 					dv = cv_cosine_distance_from_parts(s->cosine_parts(query, v, d));

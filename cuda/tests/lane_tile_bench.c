@@ -33,7 +33,7 @@ typedef CvCudaStatus (*RefreshFn) (const CvCudaBuffer *, long long, int, const f
 								   CvCudaBuffer *, CvCudaError *);
 typedef CvCudaStatus (*SearchFn) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								  const CvCudaBuffer *, int, const float *, int, int, int,
-								  long long *, double *, CvCudaError *);
+								  long long *, double *, int *, CvCudaError *);
 
 static struct
 {
@@ -225,14 +225,14 @@ bench_search(int lists, int per_list, int d, int nq, int k, int probes, int metr
 		double		t0 = now_ms();
 
 		ok &= lib.search(bc, lists, d, bv, bo, metric, queries, nq, k, probes, pos, dist,
-						 &err) == CVCUDA_OK;
+						 NULL, &err) == CVCUDA_OK;
 		if (r >= 0)
 			times[r] = now_ms() - t0;
 	}
 	hash_bytes(&hash, pos, sizeof(long long) * out);
 	hash_bytes(&hash, dist, sizeof(double) * out);
 	snprintf(name, sizeof(name), "ivf_search %s, %d lists x %d, d %d, nq %d",
-			 metric == CVCUDA_METRIC_L2 ? "l2" : "ip", lists, per_list, d, nq);
+			 metric == CV_METRIC_L2 ? "l2" : "ip", lists, per_list, d, nq);
 	report(name, times, hash, ok);
 	lib.free(bc);
 	lib.free(bv);
@@ -282,7 +282,7 @@ main(int argc, char **argv)
 	bench_knn(50000 / scale, 1000, 1024 / scale, 10, &state);
 	bench_refresh(1000000 / scale, 128, 256, &state);
 	bench_refresh(200000 / scale, 1000, 64, &state);
-	bench_search(4096 / scale, 100, 128, 8192 / scale, 10, 8, CVCUDA_METRIC_L2, &state);
-	bench_search(4096 / scale, 100, 128, 8192 / scale, 10, 8, CVCUDA_METRIC_IP, &state);
+	bench_search(4096 / scale, 100, 128, 8192 / scale, 10, 8, CV_METRIC_L2, &state);
+	bench_search(4096 / scale, 100, 128, 8192 / scale, 10, 8, CV_METRIC_INNER_PRODUCT, &state);
 	return 0;
 }
