@@ -88,4 +88,37 @@ private:
 	T		   *ptr_ = nullptr;
 };
 
+// A DeviceArray kept between calls: reallocated only when a call needs
+// more, so a stream of small searches makes no cudaMalloc or cudaFree
+// (cudaFree waits for the whole device).
+template <typename T>
+class GrowingArray
+{
+public:
+	cudaError_t reserve(size_t count)
+	{
+		if (count <= capacity_)
+			return cudaSuccess;
+		capacity_ = 0;
+		cudaError_t code = array_.allocate(count);
+
+		if (code == cudaSuccess)
+			capacity_ = count;
+		return code;
+	}
+
+	void release()
+	{
+		array_.reset();
+		capacity_ = 0;
+	}
+
+	size_t bytes() const { return capacity_ * sizeof(T); }
+	T *get() const { return array_.get(); }
+
+private:
+	DeviceArray<T> array_;
+	size_t		capacity_ = 0;
+};
+
 #endif

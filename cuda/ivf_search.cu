@@ -578,17 +578,46 @@ search_budget(size_t free_bytes)
 	return budget < 536870912.0 ? budget : 536870912.0;
 }
 
+// The searches' device workspace, kept between calls (one thread calls the
+// library); past KEPT_WORKSPACE bytes it is freed after the call, so a rare
+// large batch does not hold memory the mirrors could use.
+#define KEPT_WORKSPACE ((size_t) 64 << 20)
+
 struct SearchBuffers
 {
-	DeviceArray<float> queries;
-	DeviceArray<uint64_t> keys;
-	DeviceArray<int> probe;
-	DeviceArray<unsigned> first[2];
-	DeviceArray<int> order[2];
-	DeviceArray<unsigned char> scratch;
-	DeviceArray<long long> out_pos;
-	DeviceArray<double> out_dist;
+	GrowingArray<float> queries;
+	GrowingArray<uint64_t> keys;
+	GrowingArray<int> probe;
+	GrowingArray<unsigned> first[2];
+	GrowingArray<int> order[2];
+	GrowingArray<unsigned char> scratch;
+	GrowingArray<long long> out_pos;
+	GrowingArray<double> out_dist;
+
+	size_t bytes() const
+	{
+		return queries.bytes() + keys.bytes() + probe.bytes() + first[0].bytes() +
+			first[1].bytes() + order[0].bytes() + order[1].bytes() + scratch.bytes() +
+			out_pos.bytes() + out_dist.bytes();
+	}
+
+	void release()
+	{
+		queries.release();
+		keys.release();
+		probe.release();
+		for (int i = 0; i < 2; i++)
+		{
+			first[i].release();
+			order[i].release();
+		}
+		scratch.release();
+		out_pos.release();
+		out_dist.release();
+	}
 };
+
+static SearchBuffers workspace;
 
 static CvCudaStatus
 search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
@@ -596,7 +625,7 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 				 int k, int probes, long long *out_position, double *out_distance,
 				 int *out_probed, CvCudaError *err)
 {
-	SearchBuffers b;
+	SearchBuffers &b = workspace;
 	cudaStream_t stream;
 	size_t		free_bytes = 0,
 				total_bytes = 0;
@@ -627,23 +656,23 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	if (batch > MAX_QUERY_BATCH)
 		batch = MAX_QUERY_BATCH;
 	nqb_max = batch < 1 ? 1 : (int) batch;
-	CVCUDA_TRY(b.queries.allocate((size_t) nqb_max * d), "ivf_search: buffers", err);
-	CVCUDA_TRY(b.out_pos.allocate((size_t) nqb_max * k), "ivf_search: buffers", err);
-	CVCUDA_TRY(b.out_dist.allocate((size_t) nqb_max * k), "ivf_search: buffers", err);
+	CVCUDA_TRY(b.queries.reserve((size_t) nqb_max * d), "ivf_search: buffers", err);
+	CVCUDA_TRY(b.out_pos.reserve((size_t) nqb_max * k), "ivf_search: buffers", err);
+	CVCUDA_TRY(b.out_dist.reserve((size_t) nqb_max * k), "ivf_search: buffers", err);
 	if (!all)
 	{
-		CVCUDA_TRY(b.keys.allocate((size_t) nqb_max * lists), "ivf_search: buffers", err);
-		CVCUDA_TRY(b.probe.allocate((size_t) nqb_max * probes), "ivf_search: buffers", err);
+		CVCUDA_TRY(b.keys.reserve((size_t) nqb_max * lists), "ivf_search: buffers", err);
+		CVCUDA_TRY(b.probe.reserve((size_t) nqb_max * probes), "ivf_search: buffers", err);
 		for (int i = 0; i < 2; i++)
 		{
-			CVCUDA_TRY(b.first[i].allocate((size_t) nqb_max), "ivf_search: buffers", err);
-			CVCUDA_TRY(b.order[i].allocate((size_t) nqb_max), "ivf_search: buffers", err);
+			CVCUDA_TRY(b.first[i].reserve((size_t) nqb_max), "ivf_search: buffers", err);
+			CVCUDA_TRY(b.order[i].reserve((size_t) nqb_max), "ivf_search: buffers", err);
 		}
 		CVCUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes, b.first[0].get(),
 												   b.first[1].get(), b.order[0].get(),
 												   b.order[1].get(), nqb_max, 0, list_bits,
 												   stream), "ivf_search: sort size", err);
-		CVCUDA_TRY(b.scratch.allocate(scratch_bytes), "ivf_search: buffers", err);
+		CVCUDA_TRY(b.scratch.reserve(scratch_bytes), "ivf_search: buffers", err);
 	}
 	for (int q0 = 0; q0 < nq; q0 += nqb_max)
 	{
@@ -695,6 +724,8 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	}
 	if (out_probed != nullptr && all)
 		cvcuda_probe_all(out_probed, nq, lists);
+	if (b.bytes() > KEPT_WORKSPACE)
+		b.release();
 	return cvcuda_set_ok(err);
 }
 

@@ -123,7 +123,7 @@ abandon_all_on_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unuse
 		else if (slot->state != CV_SLOT_ABANDONED)
 		{
 			if (slot->staging >= 0)
-				cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
+				cv_gpu_shared->staging_in_use &= ~(UINT64CONST(1) << slot->staging);
 			slot->state = CV_SLOT_FREE;
 		}
 	}
@@ -150,9 +150,22 @@ staging_base(dsm_handle handle)
 	return dsm_segment_address(staging);
 }
 
+/* A free staging buffer (small ones first when they will do), or -1; under the mutex. */
+static int
+free_buffer(bool small_ok)
+{
+	for (int b = CV_GPU_STAGING_BUFFERS; small_ok && b < CV_GPU_ALL_BUFFERS; b++)
+		if (!(cv_gpu_shared->staging_in_use & (UINT64CONST(1) << b)))
+			return b;
+	for (int b = 0; b < CV_GPU_STAGING_BUFFERS; b++)
+		if (!(cv_gpu_shared->staging_in_use & (UINT64CONST(1) << b)))
+			return b;
+	return -1;
+}
+
 /* Claims a free slot and, if wanted, a staging buffer; false when none is free now. */
 static bool
-claim(CvGpuRequest *request, int opcode, bool with_payload, dsm_handle *handle)
+claim(CvGpuRequest *request, int opcode, bool with_payload, bool small_ok, dsm_handle *handle)
 {
 	bool		claimed = false;
 
@@ -166,12 +179,9 @@ claim(CvGpuRequest *request, int opcode, bool with_payload, dsm_handle *handle)
 			continue;
 		if (with_payload)
 		{
-			for (int b = 0; b < CV_GPU_STAGING_BUFFERS && buffer < 0; b++)
-				if (!(cv_gpu_shared->staging_in_use & (1U << b)))
-					buffer = b;
-			if (buffer < 0)
+			if ((buffer = free_buffer(small_ok)) < 0)
 				break;
-			cv_gpu_shared->staging_in_use |= 1U << buffer;
+			cv_gpu_shared->staging_in_use |= UINT64CONST(1) << buffer;
 		}
 		memset(slot, 0, sizeof(CvGpuSlot));
 		slot->state = CV_SLOT_CLAIMED;
@@ -208,20 +218,20 @@ give_up_busy(CvGpuRequest *request, CvGpuError *error)
 	return false;
 }
 
-static bool begin(CvGpuRequest *request, int opcode, bool with_payload, int max_wait_ms,
-				  CvGpuError *error);
+static bool begin(CvGpuRequest *request, int opcode, bool with_payload, bool small_ok,
+				  int max_wait_ms, CvGpuError *error);
 
 bool
-cv_gpu_begin_search(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *error)
+cv_gpu_begin_search(CvGpuRequest *request, int opcode, Size payload_bytes, CvGpuError *error)
 {
-	return begin(request, opcode, with_payload,
+	return begin(request, opcode, true, payload_bytes <= CV_GPU_SMALL_BYTES,
 				 cv_gpu_mode == CV_GPU_AUTO ? cv_gpu_max_wait_ms : 0, error);
 }
 
 bool
 cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *error)
 {
-	return begin(request, opcode, with_payload, 0, error);
+	return begin(request, opcode, with_payload, false, 0, error);
 }
 
 /*
@@ -231,7 +241,7 @@ cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *e
  * bounded request waited too long.
  */
 static bool
-begin(CvGpuRequest *request, int opcode, bool with_payload, int max_wait_ms,
+begin(CvGpuRequest *request, int opcode, bool with_payload, bool small_ok, int max_wait_ms,
 	  CvGpuError *error)
 {
 	dsm_handle	handle;
@@ -243,7 +253,7 @@ begin(CvGpuRequest *request, int opcode, bool with_payload, int max_wait_ms,
 	}
 	request->max_wait_ms = max_wait_ms;
 	request->since = GetCurrentTimestamp();
-	while (!claim(request, opcode, with_payload, &handle))
+	while (!claim(request, opcode, with_payload, small_ok, &handle))
 	{
 		if (waited_too_long(request))
 			return give_up_busy(request, error);
@@ -265,8 +275,8 @@ begin(CvGpuRequest *request, int opcode, bool with_payload, int max_wait_ms,
 			cv_gpu_set_error(error, CV_GPU_ERR_WORKER_EXITED, "the clustervec GPU worker exited");
 			return false;
 		}
-		request->payload = base + (Size) request->staging * CV_GPU_STAGING_BYTES;
-		request->capacity = CV_GPU_STAGING_BYTES;
+		request->payload = base + cv_staging_offset(request->staging);
+		request->capacity = cv_staging_capacity(request->staging);
 	}
 	return true;
 }
@@ -296,7 +306,7 @@ cv_gpu_end(CvGpuRequest *request)
 	else if (slot->state != CV_SLOT_FREE && slot->state != CV_SLOT_ABANDONED)
 	{
 		if (slot->staging >= 0)
-			cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
+			cv_gpu_shared->staging_in_use &= ~(UINT64CONST(1) << slot->staging);
 		slot->state = CV_SLOT_FREE;
 	}
 	SpinLockRelease(&cv_gpu_shared->mutex);
@@ -328,7 +338,7 @@ withdraw(CvGpuRequest *request)
 	if (slot->state == CV_SLOT_SUBMITTED)
 	{
 		if (slot->staging >= 0)
-			cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
+			cv_gpu_shared->staging_in_use &= ~(UINT64CONST(1) << slot->staging);
 		slot->state = CV_SLOT_FREE;
 		withdrawn = true;
 	}

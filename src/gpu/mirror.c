@@ -148,7 +148,7 @@ send_layout_request(int mirror, const CvGpuMirrorKey *key, char *block, Size byt
 	int64		args[1] = {mirror};
 	volatile bool ok = false;
 
-	if (!cv_gpu_begin_search(&request, CV_OP_MIRROR_LAYOUT, true, error))
+	if (!cv_gpu_begin_search(&request, CV_OP_MIRROR_LAYOUT, Max(bytes, sizeof(*key)), error))
 		return false;
 	PG_TRY();
 	{
@@ -236,7 +236,7 @@ send_search(const CvGpuSearchArgs *args, const CvGpuSearchLayout *at, const floa
 	CvGpuRequest request;
 	volatile bool ok = false;
 
-	if (!cv_gpu_begin_search(&request, CV_OP_MIRROR_SEARCH, true, error))
+	if (!cv_gpu_begin_search(&request, CV_OP_MIRROR_SEARCH, at->total, error))
 		return false;
 	PG_TRY();
 	{

@@ -31,11 +31,12 @@ extern bool cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload,
 						 CvGpuError *error);
 
 /*
- * The same for a search: under clustervec.gpu = auto it gives up with
- * CV_GPU_ERR_BUSY (the caller runs on the CPU) when the worker has not
- * taken the request within clustervec.gpu_max_wait, from now on.
+ * The same for a search or a layout request of payload_bytes (a small
+ * staging buffer when they fit one): under clustervec.gpu = auto it gives
+ * up with CV_GPU_ERR_BUSY (the caller runs on the CPU) when the worker has
+ * not taken the request within clustervec.gpu_max_wait, from now on.
  */
-extern bool cv_gpu_begin_search(CvGpuRequest *request, int opcode, bool with_payload,
+extern bool cv_gpu_begin_search(CvGpuRequest *request, int opcode, Size payload_bytes,
 								CvGpuError *error);
 extern bool cv_gpu_run(CvGpuRequest *request, const int64 *args, int nargs,
 					   Size payload_bytes, CvGpuError *error, double *elapsed_us);

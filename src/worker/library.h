@@ -47,6 +47,7 @@ extern CudaLibrary cv_cuda;
 
 /* worker.c: a slot's staging buffer (NULL: none), and running one request */
 extern char *cv_worker_payload(const CvGpuSlot *slot);
+extern Size cv_worker_payload_capacity(const CvGpuSlot *slot);
 extern CvCudaStatus cv_worker_execute(CvGpuSlot *slot);
 
 /* buffers.c: the worker's device buffers and the operations over them */

@@ -353,7 +353,7 @@ mirror_search(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad
 					 Max(args.probes, 0), &layout);
 	if (args.nq < 1 || args.k < 1 || args.probes < 1 || args.probes > info->key.lists ||
 		slot->payload_bytes != layout.queries + sizeof(float) * (Size) args.nq * info->key.dimensions ||
-		layout.total > CV_GPU_STAGING_BYTES)
+		layout.total > cv_worker_payload_capacity(slot))
 	{
 		*bad = "search request of an invalid size";
 		return CVCUDA_INVALID_ARGUMENT;
@@ -396,7 +396,7 @@ mirror_layout(CvGpuSlot *slot, char *payload, const char **bad)
 	if ((info = keyed_mirror(slot, slot->args[0], &key, bad)) == NULL)
 		return CVCUDA_INVALID_ARGUMENT;
 	offsets_at = MAXALIGN(sizeof(int64) * info->key.lists);
-	if (offsets_at + sizeof(int64) * (info->key.lists + 1) > CV_GPU_STAGING_BYTES)
+	if (offsets_at + sizeof(int64) * (info->key.lists + 1) > cv_worker_payload_capacity(slot))
 	{
 		*bad = "mirror layout larger than a staging buffer";
 		return CVCUDA_INVALID_ARGUMENT;
@@ -486,7 +486,7 @@ check_part(BatchPart *part)
 		if (part->args.k < 1 || part->args.probes < 1 || part->args.probes > info->key.lists ||
 			part->slot->payload_bytes != part->layout.queries +
 			sizeof(float) * (Size) part->args.nq * info->key.dimensions ||
-			part->layout.total > CV_GPU_STAGING_BYTES)
+			part->layout.total > cv_worker_payload_capacity(part->slot))
 			bad = "search request of an invalid size";
 	}
 	if (bad != NULL)

@@ -22,8 +22,17 @@
 #define CV_GPU_PROTOCOL_VERSION 2
 
 #define CV_GPU_SLOTS 64
+/*
+ * The staging area: CV_GPU_STAGING_BUFFERS buffers of CV_GPU_STAGING_BYTES,
+ * then CV_GPU_SMALL_BUFFERS of CV_GPU_SMALL_BYTES that only searches and
+ * layout requests use, so many sessions' searches can wait for one launch
+ * together without holding the large buffers uploads and statistics need.
+ */
 #define CV_GPU_STAGING_BUFFERS 8
 #define CV_GPU_STAGING_BYTES ((Size) 16 * 1024 * 1024)
+#define CV_GPU_SMALL_BUFFERS 48
+#define CV_GPU_SMALL_BYTES ((Size) 64 * 1024)
+#define CV_GPU_ALL_BUFFERS (CV_GPU_STAGING_BUFFERS + CV_GPU_SMALL_BUFFERS)
 #define CV_GPU_PING_MAX_BYTES ((Size) 1024 * 1024 * 1024)
 
 /* Slot states; a slot moves FREE -> CLAIMED -> SUBMITTED -> RUNNING -> DONE -> FREE. */
@@ -186,7 +195,7 @@ typedef struct CvGpuShared
 	uint64		memory_total;
 	uint64		memory_free;	/* refreshed by the worker while idle */
 	dsm_handle	staging_handle;
-	uint32		staging_in_use; /* bitmap over CV_GPU_STAGING_BUFFERS */
+	uint64		staging_in_use; /* bitmap over CV_GPU_ALL_BUFFERS */
 	uint64		next_request_id;
 	pg_atomic_uint64 gpu_requests;
 	pg_atomic_uint64 cpu_fallbacks;
@@ -231,6 +240,26 @@ cv_knn_request_bytes(int64 nq, int64 rows, int64 dims, int64 k)
 {
 	return cv_knn_results_offset(nq, rows, dims) + 16 * (Size) nq * k;
 }
+
+StaticAssertDecl(CV_GPU_ALL_BUFFERS <= 64, "the staging bitmap has 64 bits");
+
+/* Staging buffer b: where it starts in the area, and how many bytes it holds. */
+static inline Size
+cv_staging_offset(int b)
+{
+	return b < CV_GPU_STAGING_BUFFERS ? (Size) b * CV_GPU_STAGING_BYTES :
+		CV_GPU_STAGING_BUFFERS * CV_GPU_STAGING_BYTES +
+		(Size) (b - CV_GPU_STAGING_BUFFERS) * CV_GPU_SMALL_BYTES;
+}
+
+static inline Size
+cv_staging_capacity(int b)
+{
+	return b < CV_GPU_STAGING_BUFFERS ? CV_GPU_STAGING_BYTES : CV_GPU_SMALL_BYTES;
+}
+
+#define CV_GPU_STAGING_AREA_BYTES \
+	(CV_GPU_STAGING_BUFFERS * CV_GPU_STAGING_BYTES + CV_GPU_SMALL_BUFFERS * CV_GPU_SMALL_BYTES)
 
 /* shmem.c */
 extern CvGpuShared *cv_gpu_shared;

@@ -85,7 +85,7 @@ fail_requests_on_exit(int code, Datum arg pg_attribute_unused())
 		else if (slot->state == CV_SLOT_ABANDONED)
 		{
 			if (slot->staging >= 0)
-				cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
+				cv_gpu_shared->staging_in_use &= ~(UINT64CONST(1) << slot->staging);
 			slot->state = CV_SLOT_FREE;
 		}
 	}
@@ -202,7 +202,7 @@ open_library(CvCudaDeviceInfo *info)
 static char *
 create_staging(void)
 {
-	Size		bytes = CV_GPU_STAGING_BUFFERS * CV_GPU_STAGING_BYTES;
+	Size		bytes = CV_GPU_STAGING_AREA_BYTES;
 	CvCudaError err = {0};
 
 	staging_segment = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
@@ -270,8 +270,31 @@ check_knn_request(const CvGpuSlot *slot)
 char *
 cv_worker_payload(const CvGpuSlot *slot)
 {
-	return slot->staging >= 0 ?
-		(char *) dsm_segment_address(staging_segment) + (Size) slot->staging * CV_GPU_STAGING_BYTES : NULL;
+	return slot->staging >= 0 && slot->staging < CV_GPU_ALL_BUFFERS ?
+		(char *) dsm_segment_address(staging_segment) + cv_staging_offset(slot->staging) : NULL;
+}
+
+Size
+cv_worker_payload_capacity(const CvGpuSlot *slot)
+{
+	return slot->staging >= 0 && slot->staging < CV_GPU_ALL_BUFFERS ?
+		cv_staging_capacity(slot->staging) : 0;
+}
+
+/*
+ * Whether the slot's payload fits its buffer, and a small buffer carries
+ * only what may use one (every other handler assumes a large buffer).
+ */
+static const char *
+check_payload(const CvGpuSlot *slot)
+{
+	if (slot->payload_bytes > cv_worker_payload_capacity(slot) &&
+		(slot->payload_bytes > 0 || slot->staging >= 0))
+		return "payload larger than its staging buffer";
+	if (slot->staging >= CV_GPU_STAGING_BUFFERS && slot->opcode != CV_OP_MIRROR_SEARCH &&
+		slot->opcode != CV_OP_MIRROR_LAYOUT)
+		return "a small staging buffer for a request that needs a large one";
+	return NULL;
 }
 
 /* Runs one request; fills the slot's error record. */
@@ -291,7 +314,9 @@ cv_worker_execute(CvGpuSlot *slot)
 				CV_GPU_ERROR_LEN);
 		return CVCUDA_INVALID_ARGUMENT;
 	}
-	if (slot->opcode == CV_OP_PING)
+	if ((bad = check_payload(slot)) != NULL)
+		;
+	else if (slot->opcode == CV_OP_PING)
 	{
 		if (slot->payload_bytes > 0 && (payload == NULL || slot->payload_bytes > CV_GPU_STAGING_BYTES))
 			bad = "ping payload larger than its staging buffer";
@@ -420,7 +445,7 @@ finish_request(int i, double elapsed_us)
 	if (slot->state == CV_SLOT_ABANDONED)
 	{
 		if (slot->staging >= 0)
-			cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
+			cv_gpu_shared->staging_in_use &= ~(UINT64CONST(1) << slot->staging);
 		slot->state = CV_SLOT_FREE;
 		abandoned_at = slot->abandoned_at;
 	}
