@@ -1,0 +1,155 @@
+/*
+ * scan.c (lattice): which lists a cvlattice scan reads.  The scan itself is
+ * cvivf's (src/ivf/scan.c); this file only plans it.
+ *
+ * With label conditions (label = x, label = ANY(array), label IS NULL; the
+ * planner hands them over as index conditions), the scan reads exactly the
+ * lists of those labels, all at once, so its rows come in exact distance
+ * order within them and no row of another label is ever read.  Without,
+ * the published centroids are ranked by the operator's own distance to the
+ * query (cosine centroids are means of directions, not unit length), the
+ * nearest clustervec.probes lists are read first and the iterative scan
+ * goes on as cvivf's does.  Centroids move with every insert, so they are
+ * read from their pages at each scan, not cached.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relscan.h"
+#include "access/skey.h"
+#include "catalog/pg_type_d.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "lattice/lattice.h"
+
+/* Marks the list of one label value as wanted (a label no list has: none). */
+static void
+want_label(Relation index, const CvIvfMetaPageData *meta, Datum label, bool isnull,
+		   bool *wanted)
+{
+	int			list = cvlattice_find_list(index, meta, label, isnull);
+
+	if (list >= 0)
+		wanted[list] = true;
+}
+
+/* The lists one scan key asks for. */
+static void
+lists_of_key(Relation index, const CvIvfMetaPageData *meta, ScanKey key, bool *wanted)
+{
+	if (key->sk_flags & SK_ISNULL)
+	{
+		/* label IS NULL; "label = NULL" matches nothing */
+		if (key->sk_flags & SK_SEARCHNULL)
+			want_label(index, meta, (Datum) 0, true, wanted);
+		return;
+	}
+	if (key->sk_flags & SK_SEARCHARRAY)
+	{
+		ArrayType  *array = DatumGetArrayTypeP(key->sk_argument);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *elements;
+		bool	   *nulls;
+		int			count;
+
+		get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+		deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign,
+						  &elements, &nulls, &count);
+		for (int i = 0; i < count; i++)
+			if (!nulls[i])
+				want_label(index, meta, elements[i], false, wanted);
+		return;
+	}
+	want_label(index, meta, key->sk_argument, false, wanted);
+}
+
+/* The lists every label condition allows (conditions are ANDed); false without conditions. */
+static bool
+keyed_lists(IndexScanDesc scan, const CvIvfMetaPageData *meta, bool *allowed)
+{
+	bool	   *wanted = palloc(sizeof(bool) * Max(meta->lists, 1));
+
+	if (scan->numberOfKeys == 0)
+		return false;
+	memset(allowed, true, sizeof(bool) * meta->lists);
+	for (int k = 0; k < scan->numberOfKeys; k++)
+	{
+		memset(wanted, false, sizeof(bool) * meta->lists);
+		lists_of_key(scan->indexRelation, meta, &scan->keyData[k], wanted);
+		for (uint32 list = 0; list < meta->lists; list++)
+			allowed[list] &= wanted[list];
+	}
+	pfree(wanted);
+	return true;
+}
+
+static int
+compare_ranked(const void *a, const void *b)
+{
+	const CvIvfRankedList *x = a;
+	const CvIvfRankedList *y = b;
+
+	if (x->distance != y->distance)
+		return x->distance < y->distance ? -1 : 1;
+	return x->list - y->list;
+}
+
+/* The allowed lists, nearest centroid first (list order without a query); returns how many. */
+static int
+rank_lists(Relation index, const CvIvfMetaPageData *meta, const float *query,
+		   const bool *allowed, CvIvfRankedList *ranked)
+{
+	float	   *centroids = query != NULL && meta->lists > 0 ?
+		cvivf_read_centroids(index, meta) : NULL;
+	int			count = 0;
+
+	for (uint32 list = 0; list < meta->lists; list++)
+	{
+		if (!allowed[list])
+			continue;
+		ranked[count].list = list;
+		ranked[count].distance = centroids == NULL ? 0 :
+			cvivf_distance(meta->metric, query, centroids + (Size) list * meta->dimensions,
+						   meta->dimensions);
+		if (isnan(ranked[count].distance))
+			ranked[count].distance = INFINITY;	/* a zero centroid under cosine */
+		count++;
+	}
+	qsort(ranked, count, sizeof(CvIvfRankedList), compare_ranked);
+	if (centroids != NULL)
+		pfree(centroids);
+	return count;
+}
+
+/*
+ * Plans a scan: *ranked the lists in reading order, *max_lists how many it
+ * may read, *batch how many it opens at once.
+ */
+void
+cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta, const float *query,
+					CvIvfRankedList **ranked, int *max_lists, int *batch)
+{
+	bool	   *allowed = palloc(sizeof(bool) * Max(meta->lists, 1));
+	bool		keyed = keyed_lists(scan, meta, allowed);
+	int			count;
+
+	if (!keyed)
+		memset(allowed, true, sizeof(bool) * meta->lists);
+	*ranked = palloc(sizeof(CvIvfRankedList) * Max(meta->lists, 1));
+	count = rank_lists(scan->indexRelation, meta, query, allowed, *ranked);
+	pfree(allowed);
+	if (keyed)
+	{
+		/* exact within the labels asked for: every list of theirs at once */
+		*max_lists = count;
+		*batch = Max(count, 1);
+		return;
+	}
+	*max_lists = cvivf_scan_limit(count);
+	*batch = cvivf_probes;
+}
