@@ -31,7 +31,8 @@ OBJS = src/clustervec.o src/access.o $(TYPE_OBJS) $(IVF_OBJS) $(LATTICE_OBJS) $(
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
-	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cluster_health gpu_cpu_path \
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvlattice cvlattice_errors \
+	cluster_health gpu_cpu_path \
 	privileges hardening
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
 # TAP tests (PostgreSQL::Test::Cluster): recall, WAL replay on a standby,

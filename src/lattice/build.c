@@ -125,7 +125,7 @@ cvlattice_check_index(Relation index)
 				 errmsg("cvlattice index \"%s\" needs exactly two key columns, not %d",
 						RelationGetRelationName(index),
 						IndexRelationGetNumberOfKeyAttributes(index)),
-				 errdetail("Its lists are the distinct values of the second column."),
+				 errdetail("One column holds the vectors; the distinct values of the other are its lists."),
 				 errhint("Create it as USING cvlattice (embedding cvec_l2_ops, cluster_label).")));
 	lattice_metric(index);
 	cvlattice_label_type(index, &type);

@@ -2,7 +2,7 @@
  * scan.c (lattice): which lists a cvlattice scan reads.  The scan itself is
  * cvivf's (src/ivf/scan.c); this file only plans it.
  *
- * With label conditions (label = x, label = ANY(array), label IS NULL; the
+ * With label conditions (label = x, label = ANY(array), label IS [NOT] NULL; the
  * planner hands them over as index conditions), the scan reads exactly the
  * lists of those labels, all at once, so its rows come in exact distance
  * order within them and no row of another label is ever read.  Without,
@@ -36,10 +36,20 @@ want_label(Relation index, const CvIvfMetaPageData *meta, Datum label, bool isnu
 		wanted[list] = true;
 }
 
-/* The lists one scan key asks for. */
+/* The lists one scan key on the label column asks for. */
 static void
 lists_of_key(Relation index, const CvIvfMetaPageData *meta, ScanKey key, bool *wanted)
 {
+	if (key->sk_flags & SK_SEARCHNOTNULL)
+	{
+		/* label IS NOT NULL: every list but the NULL label's */
+		int			null_list = cvlattice_find_list(index, meta, (Datum) 0, true);
+
+		memset(wanted, true, sizeof(bool) * meta->lists);
+		if (null_list >= 0)
+			wanted[null_list] = false;
+		return;
+	}
 	if (key->sk_flags & SK_ISNULL)
 	{
 		/* label IS NULL; "label = NULL" matches nothing */
@@ -68,24 +78,37 @@ lists_of_key(Relation index, const CvIvfMetaPageData *meta, ScanKey key, bool *w
 	want_label(index, meta, key->sk_argument, false, wanted);
 }
 
-/* The lists every label condition allows (conditions are ANDed); false without conditions. */
+/*
+ * The lists the scan keys allow (they are ANDed); false when no key is on
+ * the label column.  On the vector column only IS NULL / IS NOT NULL can be
+ * a key: every indexed vector is not NULL.
+ */
 static bool
 keyed_lists(IndexScanDesc scan, const CvIvfMetaPageData *meta, bool *allowed)
 {
+	AttrNumber	vector_attno = cvlattice_vector_column(scan->indexRelation) + 1;
 	bool	   *wanted = palloc(sizeof(bool) * Max(meta->lists, 1));
+	bool		keyed = false;
 
-	if (scan->numberOfKeys == 0)
-		return false;
 	memset(allowed, true, sizeof(bool) * meta->lists);
 	for (int k = 0; k < scan->numberOfKeys; k++)
 	{
+		ScanKey		key = &scan->keyData[k];
+
+		if (key->sk_attno == vector_attno)
+		{
+			if (!(key->sk_flags & SK_SEARCHNOTNULL))
+				memset(allowed, false, sizeof(bool) * meta->lists);
+			continue;
+		}
+		keyed = true;
 		memset(wanted, false, sizeof(bool) * meta->lists);
-		lists_of_key(scan->indexRelation, meta, &scan->keyData[k], wanted);
+		lists_of_key(scan->indexRelation, meta, key, wanted);
 		for (uint32 list = 0; list < meta->lists; list++)
 			allowed[list] &= wanted[list];
 	}
 	pfree(wanted);
-	return true;
+	return keyed;
 }
 
 static int
@@ -138,8 +161,6 @@ cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta, const flo
 	bool		keyed = keyed_lists(scan, meta, allowed);
 	int			count;
 
-	if (!keyed)
-		memset(allowed, true, sizeof(bool) * meta->lists);
 	*ranked = palloc(sizeof(CvIvfRankedList) * Max(meta->lists, 1));
 	count = rank_lists(scan->indexRelation, meta, query, allowed, *ranked);
 	pfree(allowed);
