@@ -2,7 +2,7 @@
  * mean.c: list centroids as float64 means (see mean.h).  Plain loops: a mean
  * is computed once per build, VACUUM of a list or insert, never per query.
  */
-#include "math/mean.h"
+#include "mean.h"
 
 #include <math.h>
 
