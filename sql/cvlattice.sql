@@ -70,6 +70,16 @@ RESET enable_seqscan;
 RESET clustervec.probes;
 DROP INDEX lat_cv_idx;
 
+-- CREATE INDEX CONCURRENTLY and REINDEX CONCURRENTLY build the same lists.
+CREATE INDEX CONCURRENTLY lat_cc ON lat USING cvlattice (v, c);
+REINDEX INDEX CONCURRENTLY lat_cc;
+SELECT (SELECT string_agg(label || ':' || members || ':' || centroid::text, ' ' ORDER BY list)
+        FROM cvlattice_lists('lat_cc')) =
+       (SELECT string_agg(label || ':' || members || ':' || centroid::text, ' ' ORDER BY list)
+        FROM cvlattice_lists('lat_idx')) AS same_lists;
+SELECT cvlattice_verify('lat_cc');
+DROP INDEX lat_cc;
+
 -- Unfiltered: probes nearest centroids; with every list probed, exact.
 SET clustervec.probes = 8;
 SET enable_seqscan = off;

@@ -114,7 +114,7 @@ check_dimensions_limit(Relation index, int dimensions)
 }
 
 /* Two key columns, a vector and a label whose type has a btree order: else a clear error. */
-void
+static void
 cvlattice_check_index(Relation index)
 {
 	CvLatticeLabelType type;

@@ -21,6 +21,22 @@
  *   one WAL record (metapage, directory, centroid and label page: the four
  *   GenericXLog allows), under an exclusive metapage lock, so the same label
  *   maps to the same list after a crash and on a standby.
+ * - Labels are compared with their type's default btree comparison (from
+ *   the type cache), whatever the label column's operator class.  A label
+ *   operator class is per type in PostgreSQL, and the planner makes
+ *   "label = x" an index condition only when that "=" is in the column's
+ *   operator family, so the family cvlattice_label_ops holds one class for
+ *   anyelement (the default of every type, so any type with a btree order
+ *   can be a label) and classes with "=" for common label types.
+ * - Locks are taken in one order: metapage, directory page, data pages,
+ *   centroid page, label page.  Appends to a list serialise on its
+ *   directory page, which also orders the moves of its centroid; VACUUM
+ *   holds it while it recomputes a mean, so no insert falls in between.
+ * - The label -> list map is cached in rd_amcache, valid while the
+ *   metapage counts as many lists as it holds (labels.c).  Centroids move
+ *   with inserts, so scans read them from their pages.
+ * - Scans, cost and vacuum cleanup are cvivf's; the GPU worker does not
+ *   serve cvlattice indexes yet (src/ivf/scan.c never asks it for one).
  * - A centroid lives on one page: at most CV_LATTICE_MAX_DIMENSIONS.
  */
 #ifndef CV_LATTICE_H
@@ -98,10 +114,9 @@ extern void cvlattice_replace_centroid(Relation index, const CvIvfMetaPageData *
 extern void cvlattice_write_label_pages(CvIvfBuildWriter *writer, const bytea *const *labels,
 										int lists);
 
-/* build.c, insert.c, vacuum.c, scan.c, cost.c, validate.c, handler.c */
+/* build.c, insert.c, vacuum.c, validate.c (cost: cvivf's, see src/ivf/cost.c) */
 extern IndexBuildResult *cvlatticebuild(Relation heap, Relation index, IndexInfo *info);
 extern void cvlatticebuildempty(Relation index);
-extern void cvlattice_check_index(Relation index);
 extern int	cvlattice_vector_column(Relation index);
 extern bool cvlatticeinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 							Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
@@ -114,10 +129,6 @@ extern double cvlattice_exact_mean(Relation index, const CvIvfMetaPageData *meta
 								   const CvLatticeListEntry *entry, BufferAccessStrategy strategy,
 								   float *centroid);
 extern bool cvlatticevalidate(Oid opclassoid);
-extern void cvlatticecostestimate(struct PlannerInfo *root, struct IndexPath *path,
-								  double loop_count, Cost *startup, Cost *total,
-								  Selectivity *selectivity, double *correlation,
-								  double *pages);
 
 /* scan.c (lattice): which lists a scan reads, and in what order */
 extern void cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta,

@@ -162,7 +162,8 @@ cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta, const flo
 	int			count;
 
 	*ranked = palloc(sizeof(CvIvfRankedList) * Max(meta->lists, 1));
-	count = rank_lists(scan->indexRelation, meta, query, allowed, *ranked);
+	/* the lists of label keys are all read at once: their order does not matter */
+	count = rank_lists(scan->indexRelation, meta, keyed ? NULL : query, allowed, *ranked);
 	pfree(allowed);
 	if (keyed)
 	{
