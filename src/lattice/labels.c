@@ -4,9 +4,10 @@
  * operator class), stored as their bytes on label pages, and found at
  * insert and scan time through a map from label to list cached in
  * rd_amcache.  List numbers never change for the life of a relfilenode and
- * lists are only ever added, so the cache is valid while it holds as many
- * lists as the metapage counts; it is rebuilt from the pages when the index
- * gained a list (rare: once per new label), and freed by the relcache.
+ * lists are only ever added, so the cache holds the lists it has read and
+ * reads only the lists the metapage counts beyond them (a new label: one
+ * directory entry and one label), growing its block by doubling.  It is
+ * one block, so the relcache frees it whole.
  */
 #include "postgres.h"
 
@@ -28,17 +29,23 @@ typedef struct LabelSlot
 	uint32		length;
 } LabelSlot;
 
-/* rd_amcache of a cvlattice index: slots sorted by label, then the label bytes. */
+/* rd_amcache of a cvlattice index: this header, slots sorted by label, label bytes. */
 typedef struct LabelCache
 {
 	Oid			relfilenode;
-	uint32		lists;			/* lists this map covers: the metapage's count when built */
+	uint32		lists;			/* lists 0 .. lists - 1 are in the map */
 	int			null_list;		/* -1: no row with a NULL label was indexed */
-	int			count;
+	int			count;			/* slots in use */
+	int			slot_capacity;
+	Size		bytes_used;
+	Size		bytes_capacity;
 	LabelSlot  *slots;
 	char	   *bytes;
 	CvLatticeLabelType type;
 } LabelCache;
+
+/* Sorted insertion below this many new labels, a sort of all above. */
+#define INSERTION_LIMIT 8
 
 /* The label column's type and its default btree comparison; an error when it has none. */
 void
@@ -152,104 +159,158 @@ compare_slots(const void *a, const void *b, void *arg)
 	return cvlattice_compare(&cache->type, slot_label(cache, a), slot_label(cache, b));
 }
 
-/* Copies each list's label bytes into the cache's block, MAXALIGNed for by-reference use. */
-static void
-fill_cache(LabelCache *cache, const CvLatticeListEntry *entries,
-		   bytea *const *labels, uint32 lists)
+/* A block with room for the given slots and bytes, holding old's map. */
+static LabelCache *
+allocate_cache(Relation index, const LabelCache *old, int slot_capacity, Size bytes_capacity)
 {
-	Size		offset = 0;
+	Size		head = MAXALIGN(sizeof(LabelCache)) + MAXALIGN(sizeof(LabelSlot) * slot_capacity);
+	LabelCache *cache = MemoryContextAllocHuge(index->rd_indexcxt, head + bytes_capacity);
 
-	for (uint32 list = 0; list < lists; list++)
-	{
-		LabelSlot  *slot;
-
-		if (!BlockNumberIsValid(entries[list].label_block))
-		{
-			cache->null_list = list;
-			continue;
-		}
-		slot = &cache->slots[cache->count++];
-		slot->list = list;
-		slot->offset = offset;
-		slot->length = VARSIZE(labels[list]) - VARHDRSZ;
-		memcpy(cache->bytes + offset, VARDATA(labels[list]), slot->length);
-		offset += MAXALIGN(Max(slot->length, sizeof(Datum)));
-	}
-	qsort_arg(cache->slots, cache->count, sizeof(LabelSlot), compare_slots, cache);
+	*cache = *old;
+	cache->slot_capacity = slot_capacity;
+	cache->bytes_capacity = bytes_capacity;
+	cache->slots = (LabelSlot *) ((char *) cache + MAXALIGN(sizeof(LabelCache)));
+	cache->bytes = (char *) cache + head;
+	if (old->count > 0)
+		memcpy(cache->slots, old->slots, sizeof(LabelSlot) * old->count);
+	if (old->bytes_used > 0)
+		memcpy(cache->bytes, old->bytes, old->bytes_used);
+	return cache;
 }
 
-/* Each list's label bytes (NULL for the NULL label); returns their aligned total. */
+/* Each new list's label bytes (NULL for the NULL label); returns their aligned total. */
 static Size
-read_labels(Relation index, const CvLatticeLabelType *type, const CvLatticeListEntry *entries,
-			uint32 lists, bytea **labels)
+read_new_labels(Relation index, const LabelCache *cache, const CvIvfMetaPageData *meta,
+				bytea **labels, int *null_list)
 {
 	Size		bytes = 0;
 
-	for (uint32 list = 0; list < lists; list++)
+	for (uint32 list = cache->lists; list < meta->lists; list++)
 	{
-		if (!BlockNumberIsValid(entries[list].label_block))
+		CvLatticeListEntry entry;
+		bytea	   *label;
+
+		cvivf_read_list_entry_bytes(index, meta, list, &entry);
+		if (!BlockNumberIsValid(entry.label_block))
+		{
+			*null_list = list;
 			continue;
-		labels[list] = cvlattice_label_bytes(type,
-											 cvlattice_read_label(index, type, &entries[list]));
-		bytes += MAXALIGN(Max(VARSIZE(labels[list]) - VARHDRSZ, sizeof(Datum)));
+		}
+		label = cvlattice_label_bytes(&cache->type,
+									  cvlattice_read_label(index, &cache->type, &entry));
+		labels[list - cache->lists] = label;
+		bytes += MAXALIGN(Max(VARSIZE(label) - VARHDRSZ, sizeof(Datum)));
 	}
 	return bytes;
 }
 
-/* Builds the map of a metapage's lists from the directory and label pages, in one block. */
-static LabelCache *
-build_cache(Relation index, const CvIvfMetaPageData *meta)
+/* Moves the last slot to its place among the sorted slots before it. */
+static void
+insert_sorted(LabelCache *cache)
 {
-	uint32		lists = Max(meta->lists, 1);
-	CvLatticeListEntry *entries = palloc(sizeof(CvLatticeListEntry) * lists);
-	bytea	  **labels = palloc0(sizeof(bytea *) * lists);
-	CvLatticeLabelType type;
-	Size		head = MAXALIGN(sizeof(LabelCache)) + MAXALIGN(sizeof(LabelSlot) * lists);
-	Size		bytes;
-	LabelCache *cache;
+	LabelSlot	slot = cache->slots[cache->count - 1];
+	Datum		label = slot_label(cache, &slot);
+	int			low = 0;
+	int			high = cache->count - 1;
 
-	cvlattice_label_type(index, &type);
-	cvivf_read_directory_bytes(index, meta, (char *) entries);
-	bytes = read_labels(index, &type, entries, meta->lists, labels);
-	cache = MemoryContextAllocZero(index->rd_indexcxt, head + bytes);
-	cache->type = type;
-	cache->relfilenode = index->rd_node.relNode;
+	while (low < high)
+	{
+		int			middle = low + (high - low) / 2;
+
+		if (cvlattice_compare(&cache->type, slot_label(cache, &cache->slots[middle]), label) < 0)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	memmove(&cache->slots[low + 1], &cache->slots[low],
+			sizeof(LabelSlot) * (cache->count - 1 - low));
+	cache->slots[low] = slot;
+}
+
+/* Appends one list's label to the map (the block has room), sorted when few are new. */
+static void
+append_label(LabelCache *cache, int list, const bytea *label, bool sort_now)
+{
+	LabelSlot  *slot = &cache->slots[cache->count++];
+
+	slot->list = list;
+	slot->offset = cache->bytes_used;
+	slot->length = VARSIZE(label) - VARHDRSZ;
+	memcpy(cache->bytes + slot->offset, VARDATA(label), slot->length);
+	cache->bytes_used += MAXALIGN(Max(slot->length, sizeof(Datum)));
+	if (sort_now)
+		insert_sorted(cache);
+}
+
+/*
+ * Adds the lists the metapage counts beyond the map's to it; returns the
+ * map, in a new block (the old one freed) when it had to grow.
+ */
+static LabelCache *
+add_new_lists(Relation index, LabelCache *cache, const CvIvfMetaPageData *meta)
+{
+	int			fresh = meta->lists - cache->lists;
+	bytea	  **labels = palloc0(sizeof(bytea *) * Max(fresh, 1));
+	int			null_list = cache->null_list;
+	Size		bytes = read_new_labels(index, cache, meta, labels, &null_list);
+
+	if (cache->count + fresh > cache->slot_capacity ||
+		cache->bytes_used + bytes > cache->bytes_capacity)
+	{
+		LabelCache *grown = allocate_cache(index, cache,
+										   Max(cache->slot_capacity * 2, cache->count + fresh),
+										   Max(cache->bytes_capacity * 2,
+											   cache->bytes_used + bytes));
+
+		pfree(cache);
+		cache = grown;
+	}
+	for (int i = 0; i < fresh; i++)
+		if (labels[i] != NULL)
+			append_label(cache, cache->lists + i, labels[i], fresh <= INSERTION_LIMIT);
+	if (fresh > INSERTION_LIMIT)
+		qsort_arg(cache->slots, cache->count, sizeof(LabelSlot), compare_slots, cache);
+	cache->null_list = null_list;
 	cache->lists = meta->lists;
-	cache->null_list = -1;
-	cache->slots = (LabelSlot *) ((char *) cache + MAXALIGN(sizeof(LabelCache)));
-	cache->bytes = (char *) cache + head;
-	fill_cache(cache, entries, labels, meta->lists);
 	return cache;
 }
 
-/* The cached map for this metapage's lists, rebuilt when the index gained lists. */
+/* An empty map of the index's current relfilenode. */
+static LabelCache *
+empty_cache(Relation index)
+{
+	LabelCache	empty = {0};
+
+	empty.relfilenode = index->rd_node.relNode;
+	empty.null_list = -1;
+	cvlattice_label_type(index, &empty.type);
+	return allocate_cache(index, &empty, 16, 16 * MAXALIGN(sizeof(Datum)));
+}
+
+/* The cached map, brought up to at least this metapage's lists. */
 static LabelCache *
 label_cache(Relation index, const CvIvfMetaPageData *meta)
 {
 	LabelCache *cache = (LabelCache *) index->rd_amcache;
 
-	if (cache != NULL && cache->relfilenode == index->rd_node.relNode &&
-		cache->lists == meta->lists)
-		return cache;
-	cache = build_cache(index, meta);
-	if (index->rd_amcache != NULL)
-		pfree(index->rd_amcache);
-	index->rd_amcache = cache;
+	if (cache == NULL || cache->relfilenode != index->rd_node.relNode)
+	{
+		if (cache != NULL)
+			pfree(cache);
+		index->rd_amcache = cache = empty_cache(index);
+	}
+	if (cache->lists < meta->lists)
+		index->rd_amcache = cache = add_new_lists(index, cache, meta);
 	return cache;
 }
 
-/* The list of a label (isnull: the NULL label's list), or -1 when it has none yet. */
-int
-cvlattice_find_list(Relation index, const CvIvfMetaPageData *meta, Datum label, bool isnull)
+/* The list of a label in the sorted slots, or -1. */
+static int
+search_slots(const LabelCache *cache, Datum label)
 {
-	LabelCache *cache = label_cache(index, meta);
 	int			low = 0;
 	int			high = cache->count - 1;
 
-	if (isnull)
-		return cache->null_list;
-	if (cache->type.typlen == -1)
-		label = PointerGetDatum(pg_detoast_datum((struct varlena *) DatumGetPointer(label)));
 	while (low <= high)
 	{
 		int			middle = low + (high - low) / 2;
@@ -264,4 +325,25 @@ cvlattice_find_list(Relation index, const CvIvfMetaPageData *meta, Datum label, 
 			low = middle + 1;
 	}
 	return -1;
+}
+
+/*
+ * The list of a label (isnull: the NULL label's list), or -1 when it has
+ * none among this metapage's lists (the cache may know later ones).
+ */
+int
+cvlattice_find_list(Relation index, const CvIvfMetaPageData *meta, Datum label, bool isnull)
+{
+	LabelCache *cache = label_cache(index, meta);
+	int			list;
+
+	if (isnull)
+		list = cache->null_list;
+	else
+	{
+		if (cache->type.typlen == -1)
+			label = PointerGetDatum(pg_detoast_datum((struct varlena *) DatumGetPointer(label)));
+		list = search_slots(cache, label);
+	}
+	return list >= 0 && (uint32) list < meta->lists ? list : -1;
 }
