@@ -289,4 +289,7 @@ extern void cvivfcostestimate(struct PlannerInfo *root, struct IndexPath *path,
 							  double *pages);
 extern bool cvivfvalidate(Oid opclassoid);
 
+/* introspect.c */
+extern void cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblocks);
+
 #endif

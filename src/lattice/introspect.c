@@ -142,7 +142,7 @@ verify_centroid(Relation index, int list, const ListFacts *facts, const float *c
 	pfree(mean);
 }
 
-/* Each list: its label finds it, its count and its centroid agree with its members. */
+/* Each list: its label finds it, its chain is sound, its count and centroid agree with its members. */
 static void
 verify_list(Relation index, const CvIvfMetaPageData *meta, const CvLatticeLabelType *type,
 			int list, const CvLatticeListEntry *entry, const float *centroid)
@@ -153,6 +153,7 @@ verify_list(Relation index, const CvIvfMetaPageData *meta, const CvLatticeLabelT
 
 	if (cvlattice_find_list(index, meta, label, isnull) != list)
 		report_violation(index, list, "each label has exactly one list");
+	cvivf_verify_chain(index, &entry->base, RelationGetNumberOfBlocks(index));
 	facts.dimensions = meta->dimensions;
 	facts.directions = meta->metric == CVIVF_METRIC_COSINE;
 	facts.sum = palloc0(sizeof(double) * Max(meta->dimensions, 1));
@@ -177,8 +178,11 @@ cvlattice_verify(PG_FUNCTION_ARGS)
 
 	cvivf_read_meta(index, &meta);
 	if (!cvlattice_is(&meta) || meta.lists > CVIVF_MAX_LISTS ||
-		meta.directory_entry_size != sizeof(CvLatticeListEntry))
-		report_violation(index, -1, "the metapage describes a cvlattice index");
+		meta.directory_entry_size != sizeof(CvLatticeListEntry) ||
+		meta.entries_per_directory_page != CV_LATTICE_ENTRIES_PER_PAGE ||
+		meta.directory_pages != (meta.lists + CV_LATTICE_ENTRIES_PER_PAGE - 1) /
+		CV_LATTICE_ENTRIES_PER_PAGE)
+		report_violation(index, -1, "the metapage describes a cvlattice index and its directory");
 	cvlattice_label_type(index, &type);
 	entries = palloc(sizeof(CvLatticeListEntry) * Max(meta.lists, 1));
 	cvivf_read_directory_bytes(index, &meta, (char *) entries);

@@ -5,7 +5,9 @@
 # every centroid equals its members' mean (avg() per label, float64); a
 # streaming standby answers exactly as the primary and keeps the same label
 # -> list map; an immediate stop during inserts that make new labels loses
-# no committed row and moves no label to another list.
+# no committed row and moves no label to another list; concurrent sessions
+# making the same new labels make one list each; cvlattice_verify reports a
+# centroid damaged on disk.
 
 use strict;
 use warnings FATAL => 'all';
@@ -263,6 +265,32 @@ is( $primary->safe_psql('postgres',
 is(centroid_error($primary), 'true true',
 	'after concurrent inserts every centroid is its label\'s mean');
 cv_lattice_verify_ok($primary, 'after concurrent inserts');
+
+# --- cvlattice_verify finds a centroid that is not its list's mean -------------
+
+$primary->safe_psql(
+	'postgres', q{
+CREATE TABLE damaged (c int, v cvec(4));
+INSERT INTO damaged SELECT i % 3, ARRAY[i, 1, 2, 3]::real[]::cvec FROM generate_series(1, 30) i;
+CREATE INDEX damaged_idx ON damaged USING cvlattice (v, c);
+CHECKPOINT;
+});
+my $file = $primary->data_dir . '/'
+  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('damaged_idx')");
+is($primary->safe_psql('postgres', "SELECT count(*) FROM (SELECT cvlattice_verify('damaged_idx')) v"),
+	1, 'cvlattice_verify passes before the damage');
+$primary->stop;
+# the build packs the centroids from block 1; list 0's first element is the
+# first float of that page's contents (after the 24-byte page header)
+open(my $fh, '+<', $file) or die "open $file: $!";
+binmode $fh;
+seek($fh, 8192 + 24, 0) or die "seek: $!";
+print $fh pack('f<', 12345.0);
+close($fh) or die "close: $!";
+$primary->start;
+my (undef, undef, $damage_error) = $primary->psql('postgres', "SELECT cvlattice_verify('damaged_idx')");
+like($damage_error, qr/Invariant violated: every centroid is the mean of its list's live members/,
+	'cvlattice_verify reports a centroid that is not the mean of its list');
 
 sub cv_lattice_verify_ok
 {
