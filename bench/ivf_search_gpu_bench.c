@@ -30,7 +30,7 @@ typedef void (*FreeFn) (CvCudaBuffer *);
 typedef CvCudaStatus (*WriteFn) (CvCudaBuffer *, size_t, const void *, size_t, CvCudaError *);
 typedef CvCudaStatus (*SearchFn) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								  const CvCudaBuffer *, int, const float *, int, int, int,
-								  long long *, double *, CvCudaError *);
+								  long long *, double *, int *, CvCudaError *);
 typedef CvCudaStatus (*KnnFn) (const float *, long long, int, const float *, int, int,
 							   long long *, double *, CvCudaError *);
 
@@ -186,7 +186,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 			break;
 		}
 		if (search_fn(bc, lists, d, bv, bo, CVCUDA_METRIC_L2, queries, RECALL_QUERIES, K, probes,
-					  pos, dist, &err) != CVCUDA_OK)
+					  pos, dist, NULL, &err) != CVCUDA_OK)
 		{
 			printf("search failed: %s\n", err.message);
 			break;
@@ -204,7 +204,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 			double		t = now();
 
 			if (search_fn(bc, lists, d, bv, bo, CVCUDA_METRIC_L2, queries, BATCH, K, probes,
-						  pos, dist, &err) != CVCUDA_OK)
+						  pos, dist, NULL, &err) != CVCUDA_OK)
 			{
 				printf("search failed: %s\n", err.message);
 				goto done;
@@ -230,15 +230,15 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 	if (best_probes > 0)
 		printf("recall@10 >= 0.95: %.0f QPS (probes %d)\n", best_qps, best_probes);
 	/* the other metrics, once, for their speed */
-	for (int metric = 1; metric <= 2; metric++)
+	for (int metric = CV_METRIC_INNER_PRODUCT; metric <= CV_METRIC_COSINE; metric++)
 	{
 		double		t = now();
 
-		if (search_fn(bc, lists, d, bv, bo, metric, queries, BATCH, K, 8, pos, dist, &err) !=
+		if (search_fn(bc, lists, d, bv, bo, metric, queries, BATCH, K, 8, pos, dist, NULL, &err) !=
 			CVCUDA_OK)
 			printf("search failed: %s\n", err.message);
 		else
-			printf("metric %s, probes 8: %.0f QPS\n", metric == 1 ? "ip" : "cosine",
+			printf("metric %s, probes 8: %.0f QPS\n", metric == CV_METRIC_INNER_PRODUCT ? "ip" : "cosine",
 				   BATCH / (now() - t));
 	}
 done:

@@ -118,12 +118,30 @@ row_distance(const CvDistanceKernels *kernels, int metric, const float *query,
 	return cv_cosine_distance_from_parts(kernels->cosine_parts(query, row, d));
 }
 
+static int
+compare_int(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* The probed set in list order, as the CUDA library writes it. */
+static void
+write_probed(const RankedList *ranked, int probes, int *out)
+{
+	for (int p = 0; p < probes; p++)
+		out[p] = ranked[p].list;
+	qsort(out, probes, sizeof(int), compare_int);
+}
+
 /* One query: rank, scan the first probes lists, write k results. */
 static void
 search_one(const CvDistanceKernels *kernels, const float *centroids, int lists, int d,
 		   const float *vectors, const long long *offsets, int metric, const float *query,
 		   int k, int probes, RankedList *ranked, SearchCandidate *heap,
-		   long long *out_position, double *out_distance)
+		   long long *out_position, double *out_distance, int *out_probed)
 {
 	int			size = 0;
 
@@ -138,6 +156,8 @@ search_one(const CvDistanceKernels *kernels, const float *centroids, int lists, 
 	}
 	if (probes < lists)
 		qsort(ranked, lists, sizeof(RankedList), compare_ranked);
+	if (out_probed != NULL)
+		write_probed(ranked, probes, out_probed);
 	for (int p = 0; p < probes; p++)
 	{
 		int			l = ranked[p].list;
@@ -168,7 +188,7 @@ CVCUDA_API CvCudaStatus
 cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
 				  const CvCudaBuffer *list_offsets, int metric, const float *queries, int nq,
 				  int k, int probes, long long *out_position, double *out_distance,
-				  CvCudaError *err)
+				  int *out_probed, CvCudaError *err)
 {
 	const CvDistanceKernels *kernels = cv_distance_kernels_for(cv_simd_best());
 	const long long *offsets;
@@ -199,7 +219,8 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 		search_one(kernels, (const float *) centroids->data, lists, d,
 				   (const float *) vectors->data, offsets, metric, queries + (size_t) q * d,
 				   k, probes, ranked, heap, out_position + (size_t) q * k,
-				   out_distance + (size_t) q * k);
+				   out_distance + (size_t) q * k,
+				   out_probed == NULL ? NULL : out_probed + (size_t) q * probes);
 	free(ranked);
 	free(heap);
 	return cvcuda_set_ok(err);

@@ -468,6 +468,15 @@ cvcuda_check_ivf_search_args(const CvCudaBuffer *centroids, int lists, int d,
 	return CVCUDA_OK;
 }
 
+/* Every query probed every list: out[q * lists + l] = l. */
+static inline void
+cvcuda_probe_all(int *out, int nq, int lists)
+{
+	for (int q = 0; q < nq; q++)
+		for (int l = 0; l < lists; l++)
+			out[(size_t) q * lists + l] = l;
+}
+
 /*
  * Checks list_offsets' values (a host copy of lists + 1 int64): offsets[0]
  * = 0, non-decreasing, and offsets[lists] rows within vectors.

@@ -687,7 +687,7 @@ static CvCudaStatus
 search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
 				 const CvCudaBuffer *list_offsets, int metric, const float *queries, int nq,
 				 int k, int probes, long long *out_position, double *out_distance,
-				 CvCudaError *err)
+				 int *out_probed, CvCudaError *err)
 {
 	SearchBuffers b;
 	cudaStream_t stream;
@@ -776,8 +776,15 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 		CVCUDA_TRY(cudaMemcpyAsync(out_distance + (size_t) q0 * k, b.out_dist.get(),
 								   sizeof(double) * (size_t) nqb * k, cudaMemcpyDeviceToHost,
 								   stream), "ivf_search: copy distances", err);
+		if (out_probed != nullptr && !all)
+			CVCUDA_TRY(cudaMemcpyAsync(out_probed + (size_t) q0 * probes, b.probe.get(),
+									   sizeof(int) * (size_t) nqb * probes,
+									   cudaMemcpyDeviceToHost, stream),
+					   "ivf_search: copy probed lists", err);
 		CVCUDA_TRY(cudaStreamSynchronize(stream), "ivf_search", err);
 	}
+	if (out_probed != nullptr && all)
+		cvcuda_probe_all(out_probed, nq, lists);
 	return cvcuda_set_ok(err);
 }
 
@@ -785,7 +792,7 @@ extern "C" CvCudaStatus
 cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
 				  const CvCudaBuffer *list_offsets, int metric, const float *queries, int nq,
 				  int k, int probes, long long *out_position, double *out_distance,
-				  CvCudaError *err)
+				  int *out_probed, CvCudaError *err)
 {
 	return cvcuda_guard("ivf_search", err, [&]() -> CvCudaStatus {
 		CvCudaStatus status = cvcuda_check_ivf_search_args(centroids, lists, d, vectors,
@@ -798,6 +805,6 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 		if (nq == 0)
 			return cvcuda_set_ok(err);
 		return search_on_device(centroids, lists, d, vectors, list_offsets, metric, queries, nq,
-								k, probes, out_position, out_distance, err);
+								k, probes, out_position, out_distance, out_probed, err);
 	});
 }

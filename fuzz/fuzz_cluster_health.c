@@ -22,10 +22,10 @@
 #include "nodes/execnodes.h"
 #include "utils/builtins.h"
 
-#include "health/health_gpu.h"
+#include "gpu/gpu.h"
+#include "health/gpu_passes.h"
 #include "health/health_sql.h"
 #include "type/cvec.h"
-#include "worker/worker.h"
 
 #include "fuzz_common.h"
 #include "pgshim.h"
@@ -58,12 +58,23 @@ static bool source_read;
  * What engine.c and functions.c need besides the backend
  * --------------------------------------------------------------------- */
 
-CvGpuShared *cv_gpu_shared = NULL;
-
 bool
 cv_gpu_should_use(void)
 {
 	return false;
+}
+
+uint64
+cv_gpu_device_free_bytes(void)
+{
+	abort();
+}
+
+void
+cv_gpu_count_served(CvGpuServed what)
+{
+	(void) what;
+	abort();
 }
 
 bool

@@ -10,9 +10,8 @@
 #include "utils/guc.h"
 
 #include "compat.h"
+#include "gpu/gpu.h"
 #include "ivf/ivf.h"
-#include "worker/worker.h"
-#include "ivf/mirror.h"
 #include "math/distance.h"
 
 PG_MODULE_MAGIC;
@@ -73,7 +72,7 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress)
 	{
 		cv_gpu_preload();
-		cvivf_mirror_install_hooks();
+		cv_gpu_install_hooks();
 	}
 	MarkGUCPrefixReserved("clustervec");
 }

@@ -26,8 +26,10 @@ extern "C"
 
 /* CvClusterStats and CvHealthParams: plain C, shared with the CPU reference. */
 #include "math/health.h"
+/* CvMetric: the one name of a distance, shared with the access methods. */
+#include "clustervec_metric.h"
 
-#define CVCUDA_ABI_VERSION 3
+#define CVCUDA_ABI_VERSION 4
 #define CVCUDA_ERROR_LEN 256
 
 /* Largest k cvcuda_knn_exact accepts. */
@@ -299,10 +301,10 @@ CvCudaStatus cvcuda_kmeans_lloyd(const CvCudaBuffer *points, long long n, int d,
  * packed array; the caller maps them to TIDs.
  * --------------------------------------------------------------------- */
 
-/* Distances, as the index's operator classes. */
-#define CVCUDA_METRIC_L2 0			/* Euclidean distance */
-#define CVCUDA_METRIC_IP 1			/* negative inner product */
-#define CVCUDA_METRIC_COSINE 2		/* 1 - cosine similarity */
+/* Distances: the access methods' CvMetric (clustervec_metric.h). */
+#define CVCUDA_METRIC_L2 CV_METRIC_L2
+#define CVCUDA_METRIC_IP CV_METRIC_INNER_PRODUCT
+#define CVCUDA_METRIC_COSINE CV_METRIC_COSINE
 
 /* Largest k and probes cvcuda_ivf_search accepts. */
 #define CVCUDA_SEARCH_MAX_K 1024
@@ -316,12 +318,15 @@ CvCudaStatus cvcuda_kmeans_lloyd(const CvCudaBuffer *points, long long n, int d,
  * position; the distances are bit for bit src/math's exact float64 values
  * (the CPU index scan's), so GPU and CPU answers over the same lists are
  * equal.  Fewer than k rows in the probed lists: the tail is -1 / +inf.
+ * out_probed (may be NULL): nq x min(probes, lists) list numbers, each
+ * query's probed set in ascending list order, so the caller reads rows
+ * added to exactly those lists without ranking the centroids again.
  */
 CvCudaStatus cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d,
 							   const CvCudaBuffer *vectors, const CvCudaBuffer *list_offsets,
 							   int metric, const float *queries, int nq, int k, int probes,
 							   long long *out_position, double *out_distance,
-							   CvCudaError *err);
+							   int *out_probed, CvCudaError *err);
 
 #ifdef __cplusplus
 }

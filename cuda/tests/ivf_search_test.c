@@ -30,7 +30,7 @@
 
 typedef CvCudaStatus (*SearchFn) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								  const CvCudaBuffer *, int, const float *, int, int, int,
-								  long long *, double *, CvCudaError *);
+								  long long *, double *, int *, CvCudaError *);
 
 typedef struct Library
 {
@@ -76,7 +76,7 @@ static const SearchCase cases[] = {
 	{"no rows", 4, 0, 8, 5, 3, DATA_CLUSTERED},
 };
 
-static const char *metric_names[] = {"l2", "ip", "cosine"};
+static const char *metric_names[] = {"", "l2", "ip", "cosine"};
 
 /* A mirror on the host: centroids, rows packed per list, offsets. */
 typedef struct Mirror
@@ -215,9 +215,19 @@ compare_ranked(const void *a, const void *b)
 }
 
 /* The definition, on the scalar kernels. */
+static int
+compare_int(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* The definition, on the scalar kernels; probed: each query's probed set in list order. */
 static void
 reference_search(const SearchCase *c, const Mirror *m, int metric, int probes,
-				 long long *pos, double *dist)
+				 long long *pos, double *dist, int *probed)
 {
 	const CvDistanceKernels *s = cv_distance_kernels_for(CV_SIMD_SCALAR);
 	int			d = c->d;
@@ -243,6 +253,9 @@ reference_search(const SearchCase *c, const Mirror *m, int metric, int probes,
 			ranked[l].list = l;
 		}
 		qsort(ranked, c->lists, sizeof(Ranked), compare_ranked);
+		for (int p = 0; p < probes; p++)
+			probed[(size_t) q * probes + p] = ranked[p].list;
+		qsort(probed + (size_t) q * probes, probes, sizeof(int), compare_int);
 		for (int p = 0; p < probes; p++)
 		{
 			int			l = ranked[p].list;
@@ -296,6 +309,32 @@ poison(long long *pos, double *dist, long long count)
 		pos[i] = -2;
 		memcpy(&dist[i], &bits, sizeof(double));
 	}
+}
+
+static void
+poison_probed(int *probed, long long count)
+{
+	for (long long i = 0; i < count; i++)
+		probed[i] = -7;
+}
+
+/* The probed sets equal, and the guard after them untouched. */
+static int
+same_probed(const int *probed, const int *rprobed, long long count)
+{
+	for (long long i = 0; i < count; i++)
+		if (probed[i] != rprobed[i])
+		{
+			printf("  probed list %lld: got %d, expected %d\n", i, probed[i], rprobed[i]);
+			return 0;
+		}
+	for (long long i = count; i < count + GUARD; i++)
+		if (probed[i] != -7)
+		{
+			printf("  probed guard zone overwritten at %lld\n", i - count);
+			return 0;
+		}
+	return 1;
 }
 
 static int
@@ -352,6 +391,8 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 	double	   *dist = malloc(sizeof(double) * (size_t) (results + GUARD));
 	long long  *rpos = malloc(sizeof(long long) * (size_t) (results + 1));
 	double	   *rdist = malloc(sizeof(double) * (size_t) (results + 1));
+	int		   *probed = malloc(sizeof(int) * ((size_t) c->nq * (c->lists + 7) + GUARD));
+	int		   *rprobed = malloc(sizeof(int) * ((size_t) c->nq * (c->lists + 7) + 1));
 	CvCudaBuffer *bc,
 			   *bv,
 			   *bo;
@@ -367,6 +408,7 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 		char		what[300];
 		CvCudaError err;
 		CvCudaStatus status;
+		long long	probed_count;
 		struct timespec t0,
 					t1;
 
@@ -380,11 +422,13 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 			check(0, "%s", what);
 			continue;
 		}
-		reference_search(c, &m, metric, probes, rpos, rdist);
+		reference_search(c, &m, metric, probes, rpos, rdist, rprobed);
 		poison(pos, dist, results + GUARD);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		probed_count = (long long) c->nq * (probes < c->lists ? probes : c->lists);
+		poison_probed(probed, probed_count + GUARD);
 		status = lib->search(bc, c->lists, c->d, bv, bo, metric, m.queries, c->nq, c->k, probes,
-							 pos, dist, &err);
+							 pos, dist, probed, &err);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (status != CVCUDA_OK)
 		{
@@ -392,7 +436,11 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 			check(0, "%s", what);
 		}
 		else
+		{
 			check(same_results(pos, dist, rpos, rdist, results, c->k), "%s", what);
+			check(same_probed(probed, rprobed, probed_count),
+				  "probed lists: %s", what);
+		}
 		printf("  %s: %.1f ms\n", what,
 			   (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 	}
@@ -404,6 +452,8 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 	free(dist);
 	free(rpos);
 	free(rdist);
+	free(probed);
+	free(rprobed);
 }
 
 static void
@@ -440,39 +490,39 @@ run_argument_checks(const Library *lib)
 	CvCudaBuffer *b2 = upload(lib, bad_order, sizeof(off));
 	CvCudaBuffer *b3 = upload(lib, bad_end, sizeof(off));
 
-	check(lib->search(bc, 4, 8, bv, bo, 0, q, 1, 2, 2, ix, dx, &err) == CVCUDA_OK,
+	check(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err) == CVCUDA_OK,
 		  "well-formed call accepted");
-	check_invalid(lib->search(bc, 0, 8, bv, bo, 0, q, 1, 2, 2, ix, dx, &err), &err, "lists 0");
-	check_invalid(lib->search(bc, 4, 0, bv, bo, 0, q, 1, 2, 2, ix, dx, &err), &err, "d 0");
-	check_invalid(lib->search(bc, 4, CVCUDA_KNN_MAX_DIMS + 1, bv, bo, 0, q, 1, 2, 2, ix, dx, &err),
+	check_invalid(lib->search(bc, 0, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "lists 0");
+	check_invalid(lib->search(bc, 4, 0, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "d 0");
+	check_invalid(lib->search(bc, 4, CVCUDA_KNN_MAX_DIMS + 1, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err),
 				  &err, "d too large");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, q, 1, 0, 2, ix, dx, &err), &err, "k 0");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, q, 1, CVCUDA_SEARCH_MAX_K + 1, 2, ix, dx, &err),
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 0, 2, ix, dx, NULL, &err), &err, "k 0");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, CVCUDA_SEARCH_MAX_K + 1, 2, ix, dx, NULL, &err),
 				  &err, "k too large");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, q, 1, 2, 0, ix, dx, &err), &err, "probes 0");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, q, -1, 2, 2, ix, dx, &err), &err, "nq < 0");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 3, q, 1, 2, 2, ix, dx, &err), &err, "metric 3");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, -1, q, 1, 2, 2, ix, dx, &err), &err, "metric -1");
-	check_invalid(lib->search(NULL, 4, 8, bv, bo, 0, q, 1, 2, 2, ix, dx, &err), &err, "centroids NULL");
-	check_invalid(lib->search(bc, 4, 8, NULL, bo, 0, q, 1, 2, 2, ix, dx, &err), &err, "vectors NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, NULL, 0, q, 1, 2, 2, ix, dx, &err), &err, "offsets NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, NULL, 1, 2, 2, ix, dx, &err), &err, "queries NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, q, 1, 2, 2, NULL, dx, &err), &err, "positions NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, q, 1, 2, 2, ix, NULL, &err), &err, "distances NULL");
-	check_invalid(lib->search(bc, 3, 8, bv, bo, 0, q, 1, 2, 2, ix, dx, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 0, ix, dx, NULL, &err), &err, "probes 0");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, -1, 2, 2, ix, dx, NULL, &err), &err, "nq < 0");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, 4, q, 1, 2, 2, ix, dx, NULL, &err), &err, "metric 4");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, -1, q, 1, 2, 2, ix, dx, NULL, &err), &err, "metric -1");
+	check_invalid(lib->search(NULL, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "centroids NULL");
+	check_invalid(lib->search(bc, 4, 8, NULL, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "vectors NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, NULL, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "offsets NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, NULL, 1, 2, 2, ix, dx, NULL, &err), &err, "queries NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, dx, NULL, &err), &err, "positions NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, NULL, NULL, &err), &err, "distances NULL");
+	check_invalid(lib->search(bc, 3, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
 				  "centroids size mismatch (lists)");
-	check_invalid(lib->search(bc, 4, 4, bv, bo, 0, q, 1, 2, 2, ix, dx, &err), &err,
+	check_invalid(lib->search(bc, 4, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
 				  "centroids size mismatch (d)");
-	check_invalid(lib->search(bc, 4, 8, bv, bc, 0, q, 1, 2, 2, ix, dx, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, bc, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
 				  "offsets size mismatch");
-	check_invalid(lib->search(bc, 4, 8, bv, b1, 0, q, 1, 2, 2, ix, dx, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, b1, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
 				  "offsets[0] != 0");
-	check_invalid(lib->search(bc, 4, 8, bv, b2, 0, q, 1, 2, 2, ix, dx, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, b2, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
 				  "offsets decreasing");
-	check_invalid(lib->search(bc, 4, 8, bv, b3, 0, q, 1, 2, 2, ix, dx, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, b3, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
 				  "offsets past the vectors");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 0, q, 1, 0, 2, ix, dx, NULL), NULL, "k 0, err NULL");
-	check(lib->search(bc, 4, 8, bv, bo, 0, NULL, 0, 2, 2, NULL, NULL, &err) == CVCUDA_OK,
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 0, 2, ix, dx, NULL, NULL), NULL, "k 0, err NULL");
+	check(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, NULL, 0, 2, 2, NULL, NULL, NULL, &err) == CVCUDA_OK,
 		  "nq 0 with NULL pointers");
 	lib->free(bc);
 	lib->free(bv);
@@ -503,11 +553,11 @@ main(int argc, char **argv)
 	printf("device: %s\n", info.name);
 	run_argument_checks(&lib);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		for (int metric = 0; metric < 3; metric++)
+		for (int metric = CV_METRIC_L2; metric <= CV_METRIC_COSINE; metric++)
 			run_case(&lib, &cases[i], metric, seed + i * 3 + metric);
 	/* a small device budget: the CUDA library then runs many query batches */
 	setenv("CLUSTERVEC_CUDA_SEARCH_BUDGET", "60000", 1);
-	for (int metric = 0; metric < 3; metric++)
+	for (int metric = CV_METRIC_L2; metric <= CV_METRIC_COSINE; metric++)
 	{
 		run_case(&lib, &cases[1], metric, seed + 1000 + metric);
 		run_case(&lib, &cases[3], metric, seed + 1010 + metric);

@@ -17,10 +17,9 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "health/health_gpu.h"
+#include "health/gpu_passes.h"
 #include "health/health_sql.h"
-#include "worker/protocol.h"
-#include "worker/worker.h"
+#include "gpu/gpu.h"
 #include "type/cvec.h"
 
 #define PROGRESS_EVERY_MS 5000
@@ -134,11 +133,9 @@ chunk_bytes(const HealthRun *run)
 	Size		bytes = (Size) cv_health_memory_kb * 1024;
 	uint64		free_bytes;
 
-	if (!run->use_gpu || cv_gpu_shared == NULL)
+	if (!run->use_gpu)
 		return bytes;
-	SpinLockAcquire(&cv_gpu_shared->mutex);
-	free_bytes = cv_gpu_shared->memory_free;
-	SpinLockRelease(&cv_gpu_shared->mutex);
+	free_bytes = cv_gpu_device_free_bytes();
 	if (free_bytes > 0)
 		bytes = Min(bytes, (Size) (free_bytes / 4));
 	return Max(bytes, (Size) 1024 * 1024);
@@ -499,7 +496,7 @@ health_run(HealthRun *run)
 	}
 	health_gpu_release(run);
 	if (run->gpu_served)
-		pg_atomic_fetch_add_u64(&cv_gpu_shared->health_gpu_calls, 1);
+		cv_gpu_count_served(CV_GPU_SERVED_HEALTH);
 	/* the sort's temporary files go now, not at the end of the transaction */
 	ExecDropSingleTupleTableSlot(run->input.slot);
 	tuplesort_end(run->input.sort);

@@ -58,11 +58,8 @@ typedef struct HealthRun
 	void	   *globals;		/* engine.c's centroid set and neighbour table */
 	bool		use_gpu;		/* the GPU worker serves the passes (until it fails) */
 	bool		gpu_served;		/* it served at least one chunk */
-	void	   *gpu_set;		/* gpu.c's device centroid set */
-	uint64		gpu_chunk_members;	/* the last pass-1 chunk, kept on the device */
-	uint64		gpu_chunk_offsets;
-	int64		gpu_chunk_first;
-	int64		gpu_chunk_clusters;
+	struct CvGpuHealth *gpu;	/* what the worker holds for this run (gpu_passes.c) */
+	int64		gpu_chunk_first;	/* the first cluster of the chunk it keeps */
 	TimestampTz started;
 	TimestampTz last_report;
 } HealthRun;

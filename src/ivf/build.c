@@ -24,7 +24,7 @@
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 
-#include "ivf/build_gpu.h"
+#include "gpu/gpu.h"
 #include "ivf/ivf.h"
 #include "math/distance.h"
 #include "math/kmeans.h"
@@ -32,8 +32,6 @@
 #include "math/prng.h"
 #include "optimizer/plancat.h"
 #include "type/cvec.h"
-#include "worker/protocol.h"
-#include "worker/worker.h"
 
 #define ASSIGN_BATCH 2048
 #define MIN_AUTO_SAMPLE 10000
@@ -43,7 +41,7 @@ typedef struct BuildState
 {
 	Relation	heap;
 	Relation	index;
-	CvIvfMetric metric;
+	CvMetric metric;
 	int			dimensions;		/* 0 until the first vector */
 	MemoryContext tuple_context;
 	/* pass 1 */
@@ -59,7 +57,7 @@ typedef struct BuildState
 	bool		use_gpu;		/* the GPU worker runs k-means and assignment */
 	bool		gpu_served;
 	/* pass 2 */
-	CvIvfGpuAssigner *gpu;		/* NULL: the CPU assigns */
+	CvGpuAssigner *gpu;			/* NULL: the CPU assigns */
 	int			batch_capacity;
 	const float *centroids;
 	int			lists;
@@ -272,11 +270,11 @@ train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float
 	params.k = lists;
 	params.iterations = iterations;
 	params.seed = seed;
-	params.metric = state->metric == CVIVF_METRIC_L2 ? CV_KMEANS_L2 : CV_KMEANS_SPHERICAL;
+	params.metric = state->metric == CV_METRIC_L2 ? CV_KMEANS_L2 : CV_KMEANS_SPHERICAL;
 	params.progress = kmeans_progress;
 	params.progress_arg = state;
 	params.allocator = &palloc_allocator;
-	if (state->metric != CVIVF_METRIC_L2)
+	if (state->metric != CV_METRIC_L2)
 		normalize_sample(state);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_KMEANS);
 	pgstat_progress_update_param(PROGRESS_SCAN_BLOCKS_TOTAL, iterations);
@@ -284,13 +282,15 @@ train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float
 	if (state->use_gpu)
 	{
 		int			trained;
+		CvGpuError	error = {0};
 
-		if (cvivf_gpu_train(state->sample, state->sample_count, state->dimensions, &params,
-							centroids, &trained))
+		if (cv_gpu_kmeans_train(state->sample, state->sample_count, state->dimensions, &params,
+								cv_gpu_assign_mode, centroids, &trained, &error))
 		{
 			state->gpu_served = true;
 			return trained;
 		}
+		cv_gpu_fall_back("the cvivf build", &error);
 		state->use_gpu = false;
 	}
 	check_math(cv_kmeans(state->sample, state->sample_count, state->dimensions, &params,
@@ -302,7 +302,7 @@ train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float
 static void
 ensure_cpu_nearest(BuildState *state)
 {
-	CvNearestMetric metric = state->metric == CVIVF_METRIC_L2 ?
+	CvNearestMetric metric = state->metric == CV_METRIC_L2 ?
 		CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT;
 
 	MemoryContext old;
@@ -322,12 +322,16 @@ assign_batch(BuildState *state)
 {
 	if (state->gpu != NULL)
 	{
-		if (cvivf_gpu_assign(state->gpu, state->batch, state->batch_count, state->batch_lists))
+		CvGpuError	error = {0};
+
+		if (cv_gpu_assign(state->gpu, state->batch, state->batch_count, state->batch_lists,
+						  &error))
 		{
 			state->gpu_served = true;
 			return;
 		}
-		cvivf_gpu_assigner_end(state->gpu);
+		cv_gpu_fall_back("the cvivf build", &error);
+		cv_gpu_assigner_end(state->gpu);
 		state->gpu = NULL;
 	}
 	ensure_cpu_nearest(state);
@@ -402,6 +406,20 @@ begin_sort(BuildState *state)
 }
 
 /* Pass 2: every row to its nearest list, through the sort. */
+/* The worker ranks by L2 or by inner product (cosine: the rows are normalised first). */
+static void
+begin_gpu_assigner(BuildState *state, const float *centroids, int lists)
+{
+	CvGpuError	error = {0};
+
+	state->gpu = cv_gpu_assigner_begin(centroids, lists, state->dimensions,
+									   state->metric == CV_METRIC_L2 ?
+									   CV_KMEANS_L2 : CV_KMEANS_INNER_PRODUCT,
+									   cv_gpu_assign_mode, &error);
+	if (state->gpu == NULL)
+		cv_gpu_fall_back("the cvivf build", &error);
+}
+
 static void
 assign_rows(BuildState *state, IndexInfo *info, const float *centroids, int lists)
 {
@@ -412,11 +430,9 @@ assign_rows(BuildState *state, IndexInfo *info, const float *centroids, int list
 	state->lists = lists;
 	state->batch_capacity = ASSIGN_BATCH;
 	if (state->use_gpu)
-		state->gpu = cvivf_gpu_assigner_begin(centroids, lists, state->dimensions,
-											  state->metric == CVIVF_METRIC_L2 ?
-											  CVCUDA_KMEANS_L2 : CVCUDA_KMEANS_INNER_PRODUCT);
+		begin_gpu_assigner(state, centroids, lists);
 	if (state->gpu != NULL)
-		state->batch_capacity = Max(ASSIGN_BATCH, cvivf_gpu_batch_rows(state->dimensions));
+		state->batch_capacity = Max(ASSIGN_BATCH, cv_gpu_assign_batch_rows(state->dimensions));
 	state->batch = palloc_extended(sizeof(float) * state->dimensions * state->batch_capacity,
 								   MCXT_ALLOC_HUGE);
 	state->batch_tids = palloc(sizeof(ItemPointerData) * state->batch_capacity);
@@ -426,7 +442,7 @@ assign_rows(BuildState *state, IndexInfo *info, const float *centroids, int list
 						   assign_callback, state, NULL);
 	if (state->batch_count > 0)
 		flush_batch(state);
-	cvivf_gpu_assigner_end(state->gpu);
+	cv_gpu_assigner_end(state->gpu);
 	state->gpu = NULL;
 	if (state->nearest != NULL)
 		cv_nearest_free(state->nearest);
@@ -465,7 +481,7 @@ write_lists(BuildState *state, CvIvfBuildWriter *writer)
 
 /* An index with one list and no centroid: exact scans until a REINDEX. */
 static void
-write_empty_index(Relation index, ForkNumber fork, CvIvfMetric metric, int dims)
+write_empty_index(Relation index, ForkNumber fork, CvMetric metric, int dims)
 {
 	CvIvfMetaPageData meta;
 	CvIvfBuildWriter *writer;
@@ -570,7 +586,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	write_lists(&state, writer);
 	cvivf_writer_finish(writer);
 	if (state.gpu_served)
-		pg_atomic_fetch_add_u64(&cv_gpu_shared->build_gpu_calls, 1);
+		cv_gpu_count_served(CV_GPU_SERVED_BUILD);
 	/* PostgreSQL stores heap_tuples as the table's reltuples: every row, not the indexed ones */
 	result->heap_tuples = state.heap_tuples;
 	result->index_tuples = state.assigned;

@@ -30,6 +30,8 @@
 #include "storage/bufmgr.h"
 #include "utils/relcache.h"
 
+#include "clustervec_metric.h"
+
 #define CVIVF_MAGIC 0x43564946	/* "CVIF" */
 #define CVIVF_VERSION 1
 #define CVIVF_PAGE_ID 0xCF01	/* in every page's special space */
@@ -60,13 +62,6 @@
 /* tuple flags */
 #define CVIVF_TUPLE_DEAD 0x0001
 
-typedef enum CvIvfMetric
-{
-	CVIVF_METRIC_L2 = 1,
-	CVIVF_METRIC_INNER_PRODUCT = 2,
-	CVIVF_METRIC_COSINE = 3
-} CvIvfMetric;
-
 typedef struct CvIvfPageOpaqueData
 {
 	BlockNumber next;			/* next page of this chain, or InvalidBlockNumber */
@@ -81,7 +76,7 @@ typedef struct CvIvfMetaPageData
 	uint32		magic;
 	uint32		version;
 	uint32		dimensions;
-	uint32		metric;			/* CvIvfMetric */
+	uint32		metric;			/* CvMetric */
 	uint32		lists;
 	uint32		flags;
 	uint64		generation;		/* bumped by every vacuum and rebuild */
@@ -155,6 +150,7 @@ typedef struct CvIvfOptions
 extern int	cvivf_probes;
 extern int	cvivf_iterative_scan;
 extern int	cvivf_max_probes;
+extern int	cv_gpu_assign_mode;	/* clustervec.gpu_assign: CV_GPU_ASSIGN_* */
 
 #define CVIVF_ITERATIVE_OFF 0
 #define CVIVF_ITERATIVE_RELAXED 1
@@ -167,14 +163,14 @@ extern bytea *cvivfoptions(Datum reloptions, bool validate);
 extern char *cvivfbuildphasename(int64 phasenum);
 
 /* metric.c: the opclass's metric and distances the same as its operator */
-extern CvIvfMetric cvivf_metric_of_index(Relation index);
-extern double cvivf_distance(CvIvfMetric metric, const float *a, const float *b, int dim);
-extern bool cvivf_vector_is_indexable(CvIvfMetric metric, const float *x, int dim);
-extern double cvivf_centroid_distance(CvIvfMetric metric, const float *query,
+extern CvMetric cvivf_metric_of_index(Relation index);
+extern double cvivf_distance(CvMetric metric, const float *a, const float *b, int dim);
+extern bool cvivf_vector_is_indexable(CvMetric metric, const float *x, int dim);
+extern double cvivf_centroid_distance(CvMetric metric, const float *query,
 									  const float *centroid, int dim);
 
 /* layout.c: the metapage of a new index, shared by both kinds' builds */
-extern void cvivf_init_meta(CvIvfMetaPageData *meta, CvIvfMetric metric, int dims, int lists,
+extern void cvivf_init_meta(CvIvfMetaPageData *meta, CvMetric metric, int dims, int lists,
 							bool centroids);
 extern int	cvivf_declared_dimensions(Relation index);
 extern Size cvivf_directory_entry_size(const CvIvfMetaPageData *meta);

@@ -25,7 +25,7 @@ centroid_pages(const CvIvfMetaPageData *meta)
 
 /* The metapage fields every build fills in the same way (kind: cvivf). */
 void
-cvivf_init_meta(CvIvfMetaPageData *meta, CvIvfMetric metric, int dims, int lists,
+cvivf_init_meta(CvIvfMetaPageData *meta, CvMetric metric, int dims, int lists,
 				bool centroids)
 {
 	Size		centroid_bytes = sizeof(float) * (Size) dims;

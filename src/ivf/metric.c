@@ -15,36 +15,36 @@
 #include "type/cvec.h"
 
 /* Support function 1 of every cvivf opclass is its operator's C function. */
-CvIvfMetric
+CvMetric
 cvivf_metric_of_index(Relation index)
 {
 	FmgrInfo   *support = index_getprocinfo(index, 1, 1);
 
 	if (support->fn_addr == cvec_l2_distance)
-		return CVIVF_METRIC_L2;
+		return CV_METRIC_L2;
 	if (support->fn_addr == cvec_negative_inner_product)
-		return CVIVF_METRIC_INNER_PRODUCT;
+		return CV_METRIC_INNER_PRODUCT;
 	if (support->fn_addr == cvec_cosine_distance)
-		return CVIVF_METRIC_COSINE;
+		return CV_METRIC_COSINE;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("operator class of index \"%s\" is not supported by cvivf",
 					RelationGetRelationName(index)),
 			 errhint("Use cvec_l2_ops, cvec_ip_ops or cvec_cosine_ops.")));
-	return CVIVF_METRIC_L2;		/* keep the compiler quiet */
+	return CV_METRIC_L2;		/* keep the compiler quiet */
 }
 
 /* The order-by value, identical to l2_distance, negative_inner_product or cosine_distance. */
 double
-cvivf_distance(CvIvfMetric metric, const float *a, const float *b, int dim)
+cvivf_distance(CvMetric metric, const float *a, const float *b, int dim)
 {
 	switch (metric)
 	{
-		case CVIVF_METRIC_L2:
+		case CV_METRIC_L2:
 			return sqrt(cv_distance->l2_squared(a, b, dim));
-		case CVIVF_METRIC_INNER_PRODUCT:
+		case CV_METRIC_INNER_PRODUCT:
 			return -cv_distance->inner_product(a, b, dim);
-		case CVIVF_METRIC_COSINE:
+		case CV_METRIC_COSINE:
 			return cv_cosine_distance_from_parts(cv_distance->cosine_parts(a, b, dim));
 	}
 	elog(ERROR, "unknown cvivf metric %d", (int) metric);
@@ -56,18 +56,18 @@ cvivf_distance(CvIvfMetric metric, const float *a, const float *b, int dim)
  * cosine (whose centroids are unit length) the negative dot product.
  */
 double
-cvivf_centroid_distance(CvIvfMetric metric, const float *query, const float *centroid, int dim)
+cvivf_centroid_distance(CvMetric metric, const float *query, const float *centroid, int dim)
 {
-	if (metric == CVIVF_METRIC_L2)
+	if (metric == CV_METRIC_L2)
 		return cv_distance->l2_squared(query, centroid, dim);
 	return -cv_distance->inner_product(query, centroid, dim);
 }
 
 /* A zero vector has no direction, so the cosine opclass leaves it out. */
 bool
-cvivf_vector_is_indexable(CvIvfMetric metric, const float *x, int dim)
+cvivf_vector_is_indexable(CvMetric metric, const float *x, int dim)
 {
-	if (metric != CVIVF_METRIC_COSINE)
+	if (metric != CV_METRIC_COSINE)
 		return true;
 	return cv_distance->norm_squared(x, dim) > 0;
 }

@@ -138,7 +138,7 @@ collect_tuple(const CvIvfTupleHeader *header, const float *vector,
 	double		distance = 0;
 	bool		exact = true;
 
-	if (!state->query_is_null && state->meta.metric == CVIVF_METRIC_L2)
+	if (!state->query_is_null && state->meta.metric == CV_METRIC_L2)
 	{
 		double		bound = cv_l2_squared_lower_bound(state->query, vector,
 													  state->meta.dimensions);

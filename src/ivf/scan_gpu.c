@@ -15,11 +15,9 @@
 
 #include <math.h>
 
-#include "clustervec_cuda.h"
+#include "gpu/gpu.h"
 #include "ivf/mirror.h"
 #include "ivf/scan_gpu.h"
-#include "worker/protocol.h"
-#include "worker/worker.h"
 
 #define FIRST_WIDTH 64
 
@@ -32,7 +30,6 @@ struct CvIvfGpuScan
 	int			mirror;
 	CvGpuMirrorKey key;
 	CvIvfListEntry *directory;
-	const float *centroids;
 	int			width;			/* hits asked for last */
 	CvIvfMirrorCandidate *candidates;
 	int			trusted;
@@ -51,12 +48,11 @@ cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float 
 	CvIvfGpuScan *scan;
 	CvGpuMirrorKey key;
 	int			mirror;
-	bool		owned;
 
 	if ((meta->flags & CVIVF_META_NO_CENTROIDS) || !cv_gpu_should_use())
 		return NULL;
 	cvivf_mirror_key(index, meta, &key);
-	mirror = cvivf_mirror_find(&key);
+	mirror = cv_gpu_mirror_find(&key);
 	if (mirror < 0)
 	{
 		cvivf_mirror_request(index, &key);
@@ -71,7 +67,6 @@ cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float 
 	scan->key = key;
 	scan->directory = palloc(sizeof(CvIvfListEntry) * meta->lists);
 	cvivf_read_directory(index, meta, scan->directory);
-	scan->centroids = cvivf_get_centroids(index, meta, &owned);
 	scan->last_distance = -INFINITY;
 	scan->tie_capacity = 16;
 	scan->ties = palloc(sizeof(ItemPointerData) * scan->tie_capacity);
@@ -90,21 +85,20 @@ cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float 
 static bool
 fetch(CvIvfGpuScan *scan, int width)
 {
-	CvIvfMirrorAnswer answer;
+	CvGpuSearchAnswer answer;
 	CvGpuError	error = {0};
 	bool		ok;
 
-	ok = cvivf_mirror_search(scan->mirror, &scan->key, scan->query, 1, width, scan->probes,
-							 &answer, &error);
+	ok = cv_gpu_mirror_search(scan->mirror, &scan->key, scan->query, 1, width, scan->probes,
+							  &answer, &error);
 	if (ok)
 	{
 		if (scan->candidates)
 			pfree(scan->candidates);
-		cvivf_mirror_merge(scan->index, scan->meta, scan->directory, scan->centroids,
-						   scan->query, scan->probes, &answer, 0, width, &scan->candidates,
-						   &scan->trusted, &scan->exhausted);
+		cvivf_mirror_merge(scan->index, scan->meta, scan->directory, scan->query, &answer, 0,
+						   &scan->candidates, &scan->trusted, &scan->exhausted);
 		scan->width = width;
-		cvivf_mirror_answer_free(&answer);
+		cv_gpu_search_answer_free(&answer);
 		scan->next = 0;
 		while (scan->next < scan->trusted &&
 			   cvivf_gpu_scan_returned(scan, &scan->candidates[scan->next].tid,
@@ -139,14 +133,14 @@ cvivf_gpu_scan_next(CvIvfGpuScan *scan, ItemPointer tid, double *distance)
 	{
 		if (!fetch(scan, FIRST_WIDTH))
 			return CVIVF_GPU_GIVE_UP;
-		pg_atomic_fetch_add_u64(&cv_gpu_shared->search_gpu_calls, 1);
+		cv_gpu_count_served(CV_GPU_SERVED_SEARCH);
 	}
 	while (scan->next >= scan->trusted)
 	{
 		if (scan->exhausted)
 			return CVIVF_GPU_LISTS_DONE;
-		if (scan->width >= CVCUDA_SEARCH_MAX_K ||
-			!fetch(scan, Min(CVCUDA_SEARCH_MAX_K, scan->width * 4)))
+		if (scan->width >= CV_GPU_SEARCH_MAX_K ||
+			!fetch(scan, Min(CV_GPU_SEARCH_MAX_K, scan->width * 4)))
 			return CVIVF_GPU_GIVE_UP;
 	}
 	*tid = scan->candidates[scan->next].tid;

@@ -7,9 +7,11 @@
 #include "access/reloptions.h"
 #include "utils/guc.h"
 
+#include "gpu/gpu.h"
 #include "ivf/ivf.h"
 
 int			cvivf_probes = 10;
+int			cv_gpu_assign_mode = CV_GPU_ASSIGN_FP32;
 int			cvivf_iterative_scan = CVIVF_ITERATIVE_RELAXED;
 int			cvivf_max_probes = -1;
 
@@ -19,6 +21,12 @@ static const struct config_enum_entry iterative_scan_options[] = {
 	{"off", CVIVF_ITERATIVE_OFF, false},
 	{"relaxed_order", CVIVF_ITERATIVE_RELAXED, false},
 	{"on", CVIVF_ITERATIVE_RELAXED, true},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry assign_options[] = {
+	{"fp32", CV_GPU_ASSIGN_FP32, false},
+	{"bf16", CV_GPU_ASSIGN_BF16, false},
 	{NULL, 0, false}
 };
 
@@ -43,7 +51,12 @@ define_reloptions(void)
 
 void
 cvivf_define_settings(void)
-{
+{	DefineCustomEnumVariable("clustervec.gpu_assign",
+							 "Products of the GPU k-means assignment in index builds.",
+							 "fp32: exact FP32; bf16: tensor-core products with the best candidates re-checked in FP32.",
+							 &cv_gpu_assign_mode, CV_GPU_ASSIGN_FP32, assign_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+
 	DefineCustomIntVariable("clustervec.probes",
 							"Number of cvivf lists a scan reads first.",
 							"More probes: better recall, slower queries.",

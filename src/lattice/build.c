@@ -29,7 +29,7 @@
 typedef struct LatticeBuild
 {
 	Relation	index;
-	CvIvfMetric metric;
+	CvMetric metric;
 	int			vector_column;	/* 0 or 1; the label is the other */
 	int			dimensions;		/* 0 until the first vector, unless declared */
 	CvLatticeLabelType type;
@@ -55,11 +55,11 @@ metric_of_support(Relation index, int attno)
 	FmgrInfo   *support = index_getprocinfo(index, attno, 1);
 
 	if (support->fn_addr == cvec_l2_distance)
-		return CVIVF_METRIC_L2;
+		return CV_METRIC_L2;
 	if (support->fn_addr == cvec_negative_inner_product)
-		return CVIVF_METRIC_INNER_PRODUCT;
+		return CV_METRIC_INNER_PRODUCT;
 	if (support->fn_addr == cvec_cosine_distance)
-		return CVIVF_METRIC_COSINE;
+		return CV_METRIC_COSINE;
 	return 0;
 }
 
@@ -84,7 +84,7 @@ cvlattice_vector_column(Relation index)
 	return 0;					/* keep the compiler quiet */
 }
 
-static CvIvfMetric
+static CvMetric
 lattice_metric(Relation index)
 {
 	return metric_of_support(index, cvlattice_vector_column(index) + 1);
@@ -249,7 +249,7 @@ new_label(LatticeBuild *state, Datum label, bool isnull)
 static void
 group_rows(LatticeBuild *state)
 {
-	bool		directions = state->metric == CVIVF_METRIC_COSINE;
+	bool		directions = state->metric == CV_METRIC_COSINE;
 	bool		isnull;
 
 	state->labels = palloc(sizeof(bytea *));
@@ -276,7 +276,7 @@ group_rows(LatticeBuild *state)
 
 /* The metapage of a cvlattice index with lists lists laid out as cvivf lays them out. */
 static void
-init_lattice_meta(CvIvfMetaPageData *meta, CvIvfMetric metric, int dims, int lists)
+init_lattice_meta(CvIvfMetaPageData *meta, CvMetric metric, int dims, int lists)
 {
 	cvivf_init_meta(meta, metric, dims, lists, true);
 	meta->kind = CV_INDEX_KIND_LATTICE;

@@ -81,7 +81,7 @@ insert_row(Relation index, CvIvfMetaPageData *meta, const CVec *v, Datum label, 
 {
 	int			list = list_of_row(index, meta, label, isnull);
 	CvLatticeListEntry entry;
-	CentroidMove move = {v->x, v->dim, meta->metric == CVIVF_METRIC_COSINE};
+	CentroidMove move = {v->x, v->dim, meta->metric == CV_METRIC_COSINE};
 	CvIvfAppendExtra extra;
 
 	cvivf_read_list_entry_bytes(index, meta, list, &entry);

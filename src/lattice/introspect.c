@@ -155,7 +155,7 @@ verify_list(Relation index, const CvIvfMetaPageData *meta, const CvLatticeLabelT
 		report_violation(index, list, "each label has exactly one list");
 	cvivf_verify_chain(index, &entry->base, RelationGetNumberOfBlocks(index));
 	facts.dimensions = meta->dimensions;
-	facts.directions = meta->metric == CVIVF_METRIC_COSINE;
+	facts.directions = meta->metric == CV_METRIC_COSINE;
 	facts.sum = palloc0(sizeof(double) * Max(meta->dimensions, 1));
 	if (BlockNumberIsValid(entry->base.first_block))
 		cvivf_scan_list(index, meta, entry->base.first_block, false, NULL, gather, &facts);

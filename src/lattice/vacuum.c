@@ -39,7 +39,7 @@ cvlattice_exact_mean(Relation index, const CvIvfMetaPageData *meta,
 	double		norm;
 
 	state.dimensions = meta->dimensions;
-	state.directions = meta->metric == CVIVF_METRIC_COSINE;
+	state.directions = meta->metric == CV_METRIC_COSINE;
 	state.sum = palloc0(sizeof(double) * Max(meta->dimensions, 1));
 	if (BlockNumberIsValid(entry->base.first_block))
 		cvivf_scan_list(index, meta, entry->base.first_block, false, strategy, add_member, &state);

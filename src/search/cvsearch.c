@@ -29,12 +29,10 @@
 #include "utils/snapmgr.h"
 
 #include "access.h"
-#include "clustervec_cuda.h"
+#include "gpu/gpu.h"
 #include "ivf/ivf.h"
 #include "ivf/mirror.h"
 #include "type/cvec.h"
-#include "worker/protocol.h"
-#include "worker/worker.h"
 
 PG_FUNCTION_INFO_V1(cvsearch);
 PG_FUNCTION_INFO_V1(clustervec_gpu_warm);
@@ -57,7 +55,6 @@ typedef struct BatchSearch
 	int			mirror;
 	CvGpuMirrorKey key;
 	CvIvfListEntry *directory;	/* each list's entry now */
-	const float *centroids;		/* for the lists of queries with inserts to merge */
 	IndexFetchTableData *fetch;
 	TupleTableSlot *slot;
 } BatchSearch;
@@ -163,16 +160,16 @@ typedef enum QueryState
 	QUERY_ON_CPU				/* the probed lists ran short: the iterative scan goes on */
 } QueryState;
 
-/* Query q's answer from the GPU's hits (width per query) and the rows inserted after the mirror. */
+/* Query q's answer from the GPU's hits and the rows inserted after the mirror. */
 static QueryState
-finish_query(BatchSearch *s, int q, int in_batch, const CvIvfMirrorAnswer *answer, int width)
+finish_query(BatchSearch *s, int q, int in_batch, const CvGpuSearchAnswer *answer)
 {
 	CvIvfMirrorCandidate *candidates;
 	int			trusted;
 	bool		exhausted;
 
-	cvivf_mirror_merge(s->index, &s->meta, s->directory, s->centroids,
-					   s->queries + (Size) q * s->meta.dimensions, s->probes, answer, in_batch, width,
+	cvivf_mirror_merge(s->index, &s->meta, s->directory,
+					   s->queries + (Size) q * s->meta.dimensions, answer, in_batch,
 					   &candidates, &trusted, &exhausted);
 	s->found[q] = 0;
 	for (int i = 0; i < trusted && s->found[q] < s->k; i++)
@@ -197,21 +194,21 @@ finish_query(BatchSearch *s, int q, int in_batch, const CvIvfMirrorAnswer *answe
 static bool
 search_batch(BatchSearch *s, int first, int nq, int width, QueryState *states)
 {
-	CvIvfMirrorAnswer answer;
+	CvGpuSearchAnswer answer;
 	CvGpuError	error = {0};
 
-	if (!cvivf_mirror_search(s->mirror, &s->key, s->queries + (Size) first * s->meta.dimensions,
-							 nq, width, s->probes, &answer, &error))
+	if (!cv_gpu_mirror_search(s->mirror, &s->key, s->queries + (Size) first * s->meta.dimensions,
+							  nq, width, s->probes, &answer, &error))
 	{
 		cv_gpu_fall_back("cvsearch", &error);
 		return false;
 	}
 	for (int q = 0; q < nq; q++)
 	{
-		states[first + q] = finish_query(s, first + q, q, &answer, width);
+		states[first + q] = finish_query(s, first + q, q, &answer);
 		CHECK_FOR_INTERRUPTS();
 	}
-	cvivf_mirror_answer_free(&answer);
+	cv_gpu_search_answer_free(&answer);
 	return true;
 }
 
@@ -223,17 +220,15 @@ search_batch(BatchSearch *s, int first, int nq, int width, QueryState *states)
 static bool
 search_on_gpu(BatchSearch *s)
 {
-	int			width = Min(CVCUDA_SEARCH_MAX_K, Max(2 * s->k, s->k + 16));
-	int			batch = cvivf_mirror_batch_queries(s->meta.lists, s->meta.dimensions, width);
+	int			width = Min(CV_GPU_SEARCH_MAX_K, Max(2 * s->k, s->k + 16));
+	int			probes = Min(s->probes, (int) s->meta.lists);
+	int			batch = cv_gpu_search_batch_queries(s->meta.dimensions, width, probes);
 	QueryState *states = palloc0(sizeof(QueryState) * s->nq);
-	bool		owned;
 
 	if (batch < 1)
 		return false;
 	s->directory = palloc(sizeof(CvIvfListEntry) * s->meta.lists);
 	cvivf_read_directory(s->index, &s->meta, s->directory);
-	s->centroids = (s->meta.flags & CVIVF_META_NO_CENTROIDS) ? NULL :
-		cvivf_get_centroids(s->index, &s->meta, &owned);
 	for (int first = 0; first < s->nq; first += batch)
 		if (!search_batch(s, first, Min(batch, s->nq - first), width, states))
 			return false;
@@ -241,18 +236,18 @@ search_on_gpu(BatchSearch *s)
 	{
 		int			more = width;
 
-		while (states[q] == QUERY_WIDER && more < CVCUDA_SEARCH_MAX_K &&
-			   cvivf_mirror_batch_queries(s->meta.lists, s->meta.dimensions,
-										  Min(CVCUDA_SEARCH_MAX_K, more * 4)) >= 1)
+		while (states[q] == QUERY_WIDER && more < CV_GPU_SEARCH_MAX_K &&
+			   cv_gpu_search_batch_queries(s->meta.dimensions,
+										   Min(CV_GPU_SEARCH_MAX_K, more * 4), probes) >= 1)
 		{
-			more = Min(CVCUDA_SEARCH_MAX_K, more * 4);
+			more = Min(CV_GPU_SEARCH_MAX_K, more * 4);
 			if (!search_batch(s, q, 1, more, states))
 				return false;
 		}
 		if (states[q] != QUERY_DONE)
 			search_on_cpu(s, q);
 	}
-	pg_atomic_fetch_add_u64(&cv_gpu_shared->search_gpu_calls, 1);
+	cv_gpu_count_served(CV_GPU_SERVED_SEARCH);
 	return true;
 }
 
@@ -283,7 +278,7 @@ choose_mirror(BatchSearch *s)
 	if (!cv_gpu_should_use() || (s->meta.flags & CVIVF_META_NO_CENTROIDS))
 		return false;
 	cvivf_mirror_key(s->index, &s->meta, &s->key);
-	s->mirror = cvivf_mirror_find(&s->key);
+	s->mirror = cv_gpu_mirror_find(&s->key);
 	if (s->mirror < 0)
 	{
 		cv_gpu_count_fallback();
@@ -301,10 +296,10 @@ cvsearch(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		return (Datum) 0;
 	s.k = PG_GETARG_INT32(2);
-	if (s.k < 1 || s.k > CVCUDA_SEARCH_MAX_K)
+	if (s.k < 1 || s.k > CV_GPU_SEARCH_MAX_K)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("k must be between 1 and %d", CVCUDA_SEARCH_MAX_K)));
+				 errmsg("k must be between 1 and %d", CV_GPU_SEARCH_MAX_K)));
 	s.probes = PG_ARGISNULL(3) ? cvivf_probes : PG_GETARG_INT32(3);
 	if (s.probes < 1)
 		ereport(ERROR,
@@ -360,7 +355,7 @@ clustervec_gpu_warm(PG_FUNCTION_ARGS)
 						RelationGetRelationName(index), error.message)));
 	cvivf_read_meta(index, &meta);
 	cvivf_mirror_key(index, &meta, &key);
-	ready = cvivf_mirror_find(&key) >= 0;
+	ready = cv_gpu_mirror_find(&key) >= 0;
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	PG_RETURN_BOOL(ready);
@@ -375,8 +370,7 @@ mirror_visible(const CvGpuMirrorInfo *mirror)
 {
 	Oid			heap;
 
-	if (mirror->state != CV_MIRROR_READY || mirror->key.database != MyDatabaseId)
-		return false;
+	/* cv_gpu_mirror_list gives ready mirrors of this database only */
 	heap = IndexGetRelation(mirror->key.index, true);
 	return OidIsValid(heap) && cv_may_inspect(heap);
 }
@@ -386,27 +380,24 @@ Datum
 clustervec_gpu_mirrors(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	CvGpuMirrorInfo copy[CV_GPU_MAX_MIRRORS];
+	CvGpuMirrorInfo mirrors[CV_GPU_MAX_MIRRORS];
+	int			count;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (cv_gpu_shared == NULL)
-		return (Datum) 0;
-	SpinLockAcquire(&cv_gpu_shared->mutex);
-	memcpy(copy, cv_gpu_shared->mirrors, sizeof(copy));
-	SpinLockRelease(&cv_gpu_shared->mutex);
-	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
+	count = cv_gpu_mirror_list(mirrors);
+	for (int m = 0; m < count; m++)
 	{
 		Datum		values[6];
 		bool		nulls[6] = {0};
 
-		if (!mirror_visible(&copy[m]))
+		if (!mirror_visible(&mirrors[m]))
 			continue;
-		values[0] = ObjectIdGetDatum(copy[m].key.database);
-		values[1] = ObjectIdGetDatum(copy[m].key.index);
-		values[2] = ObjectIdGetDatum(copy[m].key.relfilenode);
-		values[3] = Int64GetDatum((int64) copy[m].key.generation);
-		values[4] = Int64GetDatum((int64) copy[m].bytes);
-		values[5] = TimestampTzGetDatum(copy[m].last_used);
+		values[0] = ObjectIdGetDatum(mirrors[m].key.database);
+		values[1] = ObjectIdGetDatum(mirrors[m].key.index);
+		values[2] = ObjectIdGetDatum(mirrors[m].key.relfilenode);
+		values[3] = Int64GetDatum((int64) mirrors[m].key.generation);
+		values[4] = Int64GetDatum((int64) mirrors[m].bytes);
+		values[5] = TimestampTzGetDatum(mirrors[m].last_used);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

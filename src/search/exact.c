@@ -25,14 +25,12 @@
 
 #include "access.h"
 #include "math/distance.h"
+#include "gpu/gpu.h"
 #include "type/cvec.h"
-#include "worker/protocol.h"
-#include "worker/worker.h"
 
 PG_FUNCTION_INFO_V1(cvsearch_exact);
 
 #define EXACT_MAX_K 10000
-#define GPU_MAX_K 1024
 #define CPU_CHUNK_ROWS 4096
 
 typedef struct Hit
@@ -63,6 +61,8 @@ typedef struct Search
 	int64		chunk_rows;
 	int64		count;
 	int			group;			/* queries per GPU request */
+	int64	   *gpu_index;		/* group x k: a request's answer */
+	double	   *gpu_distance;
 } Search;
 
 /* Result order: ascending distance, then ascending TID. */
@@ -142,38 +142,18 @@ chunk_on_cpu(Search *s, int first)
 static bool
 group_on_gpu(Search *s, int first, int n, CvGpuError *error)
 {
-	CvGpuRequest request = {-1, -1, NULL, 0};
-	Size		query_bytes = sizeof(float) * (Size) n * s->dims;
-	Size		row_bytes = sizeof(float) * (Size) s->count * s->dims;
-	int64		args[4] = {s->count, s->dims, n, s->k};
-	long long  *index;
-	double	   *distance;
-	bool		ok;
-
-	if (!cv_gpu_begin(&request, CV_OP_KNN_EXACT, true))
-	{
-		error->code = CV_GPU_ERR_WORKER_EXITED;
-		strlcpy(error->message, "the clustervec GPU worker exited before the request", CV_GPU_ERROR_LEN);
+	if (!cv_gpu_knn_exact(s->queries + (Size) first * s->dims, n, s->rows, s->count, s->dims,
+						  s->k, s->gpu_index, s->gpu_distance, error))
 		return false;
-	}
-	memcpy(request.payload, s->queries + (Size) first * s->dims, query_bytes);
-	memcpy(request.payload + query_bytes, s->rows, row_bytes);
-	ok = cv_gpu_run(&request, args, 4, query_bytes + row_bytes, error, NULL);
-	if (ok)
-	{
-		index = (long long *) (request.payload + cv_knn_results_offset(n, s->count, s->dims));
-		distance = (double *) (index + (Size) n * s->k);
-		for (int q = 0; q < n; q++)
-			for (int r = 0; r < s->k; r++)
-			{
-				long long	i = index[(Size) q * s->k + r];
+	for (int q = 0; q < n; q++)
+		for (int r = 0; r < s->k; r++)
+		{
+			int64		i = s->gpu_index[(Size) q * s->k + r];
 
-				if (i >= 0 && i < s->count)
-					offer(&s->best[first + q], distance[(Size) q * s->k + r], &s->tids[i]);
-			}
-	}
-	cv_gpu_end(&request);
-	return ok;
+			if (i >= 0 && i < s->count)
+				offer(&s->best[first + q], s->gpu_distance[(Size) q * s->k + r], &s->tids[i]);
+		}
+	return true;
 }
 
 /* One chunk through the worker, falling back to the CPU under "auto". */
@@ -201,19 +181,16 @@ process_chunk(Search *s)
 static void
 plan_chunks(Search *s)
 {
-	Size		per_query = sizeof(float) * (Size) s->dims + 16 * (Size) s->k;
+	int64		gpu_rows = 0;
 
-	s->chunk_rows = CPU_CHUNK_ROWS;
+	if (s->use_gpu)
+		s->use_gpu = cv_gpu_knn_plan(s->nq, s->dims, s->k, &s->group, &gpu_rows);
+	s->chunk_rows = s->use_gpu ? gpu_rows : CPU_CHUNK_ROWS;
 	if (s->use_gpu)
 	{
-		s->group = (int) Max(1, Min((Size) s->nq, (CV_GPU_STAGING_BYTES / 2) / per_query));
-		s->chunk_rows = (CV_GPU_STAGING_BYTES - 8 - (Size) s->group * per_query) /
-			(sizeof(float) * (Size) s->dims);
-		if (s->chunk_rows < 1)
-			s->use_gpu = false;
+		s->gpu_index = palloc(sizeof(int64) * (Size) s->group * s->k);
+		s->gpu_distance = palloc(sizeof(double) * (Size) s->group * s->k);
 	}
-	if (!s->use_gpu)
-		s->chunk_rows = CPU_CHUNK_ROWS;
 	s->rows = palloc_extended(sizeof(float) * s->dims * s->chunk_rows, MCXT_ALLOC_HUGE);
 	s->tids = palloc_extended(sizeof(ItemPointerData) * s->chunk_rows, MCXT_ALLOC_HUGE);
 }
@@ -392,7 +369,7 @@ cvsearch_exact(PG_FUNCTION_ARGS)
 		s.best[q].count = 0;
 		s.best[q].hits = palloc(sizeof(Hit) * s.k);
 	}
-	s.use_gpu = s.k <= GPU_MAX_K && cv_gpu_should_use();
+	s.use_gpu = cv_gpu_should_use();
 	plan_chunks(&s);
 	scan_rows(&s, rel, attnum);
 	table_close(rel, AccessShareLock);

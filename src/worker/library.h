@@ -39,22 +39,22 @@ typedef struct CudaLibrary
 								  CvCudaError *);
 	CvCudaStatus (*ivf_search) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								const CvCudaBuffer *, int, const float *, int, int, int,
-								long long *, double *, CvCudaError *);
+								long long *, double *, int *, CvCudaError *);
 } CudaLibrary;
 
 extern CudaLibrary cv_cuda;
 
-/* objects.c: the worker's device buffers and the operations over them */
+/* buffers.c: the worker's device buffers and the operations over them */
 extern bool cv_worker_handles(int opcode);
-extern CvCudaStatus cv_worker_execute_object_op(CvGpuSlot *slot, char *payload,
+extern CvCudaStatus cv_worker_execute_buffer_op(CvGpuSlot *slot, char *payload,
 												CvCudaError *err, const char **bad);
-extern void cv_worker_sweep_objects(void);
-extern void cv_worker_free_all_objects(void);
-extern Size cv_worker_held_bytes;	/* objects and mirrors */
+extern void cv_worker_sweep_buffers(void);
+extern void cv_worker_free_all_buffers(void);
+extern Size cv_worker_held_bytes;	/* buffers and mirrors */
 extern Size cv_worker_memory_limit(void);
 extern bool cv_worker_owner_done(int procno, int pid, uint64 epoch);
 
-/* mirrors.c: the mirrors of cvivf indexes */
+/* mirror_store.c: the mirrors of indexes */
 extern bool cv_worker_handles_mirror(int opcode);
 extern CvCudaStatus cv_worker_execute_mirror_op(CvGpuSlot *slot, char *payload,
 												CvCudaError *err, const char **bad);

@@ -15,15 +15,15 @@
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
+#include "gpu/types.h"
 #include "math/health.h"
 
 #define CV_GPU_MAGIC 0x43564750	/* "CVGP" */
-#define CV_GPU_PROTOCOL_VERSION 1
+#define CV_GPU_PROTOCOL_VERSION 2
 
 #define CV_GPU_SLOTS 64
 #define CV_GPU_STAGING_BUFFERS 8
 #define CV_GPU_STAGING_BYTES ((Size) 16 * 1024 * 1024)
-#define CV_GPU_ERROR_LEN 256
 #define CV_GPU_PING_MAX_BYTES ((Size) 1024 * 1024 * 1024)
 
 /* Slot states; a slot moves FREE -> CLAIMED -> SUBMITTED -> RUNNING -> DONE -> FREE. */
@@ -41,12 +41,12 @@ typedef enum CvGpuOpcode
 {
 	CV_OP_PING = 1,				/* payload bytes travel to the device and back */
 	CV_OP_KNN_EXACT = 2,		/* one chunk of rows against a batch of queries */
-	/* device buffers ("objects") a backend holds during one transaction */
+	/* device buffers a backend holds during one transaction */
 	CV_OP_BUFFER_ALLOC = 3,		/* args: bytes, owner epoch -> result[0]: id */
 	CV_OP_BUFFER_WRITE = 4,		/* args: id, offset, bytes; payload in */
 	CV_OP_BUFFER_READ = 5,		/* args: id, offset, bytes; payload out */
 	CV_OP_BUFFER_FREE = 6,		/* args: id */
-	/* operations over objects; their arguments are a struct in the payload */
+	/* operations over buffers; their arguments are a struct in the payload */
 	CV_OP_HEALTH_CENTROID = 7,	/* CvGpuHealthArgs */
 	CV_OP_HEALTH_TABLE = 8,		/* CvGpuHealthArgs */
 	CV_OP_HEALTH_MEMBERS = 9,	/* CvGpuHealthArgs */
@@ -58,49 +58,9 @@ typedef enum CvGpuOpcode
 	CV_OP_MIRROR_PUT = 14,		/* args: mirror, part, byte offset, bytes; payload in */
 	CV_OP_MIRROR_COMMIT = 15,	/* args: mirror */
 	CV_OP_MIRROR_DROP = 16,		/* args: mirror */
-	CV_OP_MIRROR_SEARCH = 17	/* CvGpuSearchArgs, queries; out: list ends, results */
+	CV_OP_MIRROR_SEARCH = 17,	/* CvGpuSearchArgs, queries; out: hits, probed lists */
+	CV_OP_MIRROR_LAYOUT = 18	/* CvGpuMirrorKey; out: list ends, list offsets */
 } CvGpuOpcode;
-
-/* The parts of a mirror a backend uploads. */
-#define CV_MIRROR_PART_CENTROIDS 0	/* lists x d float4 */
-#define CV_MIRROR_PART_VECTORS 1	/* rows x d float4, list after list */
-#define CV_MIRROR_PART_TIDS 2		/* rows int8: block << 16 | offset */
-#define CV_MIRROR_PART_OFFSETS 3	/* lists + 1 int8: list l is rows [o[l], o[l+1]) */
-#define CV_MIRROR_PART_ENDS 4		/* lists int8: where each list ended (block << 32 | byte) */
-
-#define CV_GPU_MAX_MIRRORS 32
-
-typedef enum CvGpuMirrorState
-{
-	CV_MIRROR_FREE = 0,
-	CV_MIRROR_BUILDING,			/* a backend is uploading it */
-	CV_MIRROR_READY
-} CvGpuMirrorState;
-
-/* What identifies a mirror, and its shape. */
-typedef struct CvGpuMirrorKey
-{
-	Oid			database;
-	Oid			index;
-	Oid			relfilenode;
-	uint64		generation;
-	int32		metric;			/* CVCUDA_METRIC_* */
-	int32		dimensions;
-	int32		lists;
-	int64		rows;
-} CvGpuMirrorKey;
-
-/* A mirror as backends see it (clustervec_gpu_mirrors()). */
-typedef struct CvGpuMirrorInfo
-{
-	CvGpuMirrorState state;
-	CvGpuMirrorKey key;
-	uint64		bytes;
-	TimestampTz last_used;
-	int			owner_procno;	/* while building */
-	int			owner_pid;
-	uint64		owner_epoch;
-} CvGpuMirrorInfo;
 
 /* A batch search over a ready mirror. */
 typedef struct CvGpuSearchArgs
@@ -112,20 +72,30 @@ typedef struct CvGpuSearchArgs
 	int32		probes;
 } CvGpuSearchArgs;
 
-/* Where a search's answer puts its hits: after the arguments, list ends and offsets. */
-static inline Size
-cv_search_hits_offset(int64 lists)
+/*
+ * Where a search's request and answer lie in its staging buffer: the
+ * arguments, the queries (nq x d float4), then the answer: nq x k heap
+ * TIDs (int8, -1: none), nq x k distances (float8), nq x probes probed
+ * lists (int4).  The answer never overlaps the queries the library reads.
+ */
+typedef struct CvGpuSearchLayout
 {
-	return MAXALIGN(sizeof(CvGpuSearchArgs)) + MAXALIGN(sizeof(int64) * lists) +
-		MAXALIGN(sizeof(int64) * (lists + 1));
-}
+	Size		queries;
+	Size		tids;
+	Size		distances;
+	Size		probed;
+	Size		total;
+} CvGpuSearchLayout;
 
-/* A search's answer: tid (as in CV_MIRROR_PART_TIDS, -1: none) and distance. */
-typedef struct CvGpuSearchHit
+static inline void
+cv_search_layout(int64 nq, int64 d, int64 k, int64 probes, CvGpuSearchLayout *layout)
 {
-	int64		tid;
-	double		distance;
-} CvGpuSearchHit;
+	layout->queries = MAXALIGN(sizeof(CvGpuSearchArgs));
+	layout->tids = layout->queries + MAXALIGN(sizeof(float) * (Size) nq * d);
+	layout->distances = layout->tids + sizeof(int64) * (Size) nq * k;
+	layout->probed = layout->distances + sizeof(double) * (Size) nq * k;
+	layout->total = layout->probed + MAXALIGN(sizeof(int32) * (Size) nq * probes);
+}
 
 /* Where the worker stands. */
 typedef enum CvGpuWorkerState
@@ -137,24 +107,12 @@ typedef enum CvGpuWorkerState
 	CV_WORKER_EXITED			/* gone; the postmaster restarts it */
 } CvGpuWorkerState;
 
-/* The fixed-size error record that crosses every boundary. */
-typedef struct CvGpuError
-{
-	int			code;			/* 0: none; else a CvCudaStatus or CV_GPU_ERR_* */
-	char		message[CV_GPU_ERROR_LEN];
-} CvGpuError;
-
-#define CV_GPU_ERR_WORKER_EXITED 100
-#define CV_GPU_ERR_BAD_REQUEST 101
-#define CV_GPU_ERR_NO_OBJECT 102		/* an object id the worker does not hold */
-#define CV_GPU_ERR_MEMORY_LIMIT 103		/* clustervec.gpu_memory_limit reached */
-
-/* Most objects the worker holds at once, over all backends. */
-#define CV_GPU_MAX_OBJECTS 1024
+/* Most buffers the worker holds at once, over all backends. */
+#define CV_GPU_MAX_BUFFERS 1024
 
 /*
  * The arguments of the statistics operations (clustervec_cuda.h's
- * cvcuda_health_*): object ids, 0 for none.
+ * cvcuda_health_*): buffer ids, 0 for none.
  */
 typedef struct CvGpuHealthArgs
 {
@@ -204,7 +162,7 @@ typedef struct CvGpuSlot
 	int			staging;		/* staging buffer index, -1 for none */
 	int64		args[6];		/* opcode-specific (sizes, counts) */
 	int64		result[2];		/* opcode-specific answers */
-	int			owner_pid;		/* the owner's pid, for the objects it allocates */
+	int			owner_pid;		/* the owner's pid, for the buffers it allocates */
 	Size		payload_bytes;
 	double		elapsed_us;		/* the worker's time on the request */
 	CvGpuError	error;
@@ -233,15 +191,15 @@ typedef struct CvGpuShared
 	pg_atomic_uint64 health_gpu_calls;	/* cluster_health calls the GPU served */
 	pg_atomic_uint64 build_gpu_calls;	/* index builds whose k-means ran on the GPU */
 	pg_atomic_uint64 search_gpu_calls;	/* index scans and cvsearch calls the GPU served */
-	uint64		objects_bytes;	/* device bytes the worker's objects (not mirrors) hold */
-	int			objects_count;
+	uint64		buffers_bytes;	/* device bytes the worker's buffers (not mirrors) hold */
+	int			buffers_count;
 	CvGpuMirrorInfo mirrors[CV_GPU_MAX_MIRRORS];
 	CvGpuSlot	slots[CV_GPU_SLOTS];
 } CvGpuShared;
 
 /*
  * One counter per PGPROC: a backend bumps its own at every transaction end;
- * the worker frees the objects a backend allocated under an older value, or
+ * the worker frees the buffers a backend allocated under an older value, or
  * whose backend is gone, so an ERROR or a FATAL never leaks device memory.
  */
 typedef struct CvGpuOwnerEpochs

@@ -66,8 +66,8 @@ fail_requests_on_exit(int code, Datum arg pg_attribute_unused())
 	cv_gpu_shared->staging_handle = DSM_HANDLE_INVALID;
 	/* the device memory goes with the process */
 	memset(cv_gpu_shared->mirrors, 0, sizeof(cv_gpu_shared->mirrors));
-	cv_gpu_shared->objects_bytes = 0;
-	cv_gpu_shared->objects_count = 0;
+	cv_gpu_shared->buffers_bytes = 0;
+	cv_gpu_shared->buffers_count = 0;
 	strlcpy(cv_gpu_shared->reason, "the GPU worker exited; the postmaster restarts it",
 			sizeof(cv_gpu_shared->reason));
 	for (int i = 0; i < CV_GPU_SLOTS; i++)
@@ -311,7 +311,7 @@ execute(CvGpuSlot *slot)
 	else if (cv_worker_handles_mirror(slot->opcode))
 		status = cv_worker_execute_mirror_op(slot, payload, &err, &bad);
 	else if (cv_worker_handles(slot->opcode))
-		status = cv_worker_execute_object_op(slot, payload, &err, &bad);
+		status = cv_worker_execute_buffer_op(slot, payload, &err, &bad);
 	else
 		bad = "unknown opcode";
 	if (bad)
@@ -454,7 +454,7 @@ cv_gpu_worker_main(Datum arg pg_attribute_unused())
 		if (cv_gpu_shared->worker_state == CV_WORKER_READY)
 		{
 			serve_requests();
-			cv_worker_sweep_objects();
+			cv_worker_sweep_buffers();
 			publish_free_memory();
 		}
 		else

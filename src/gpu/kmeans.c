@@ -1,5 +1,5 @@
 /*
- * build_gpu.c: the GPU worker's part of a cvivf build.
+ * kmeans.c: the GPU worker's part of an index build.
  *
  * k-means on the sample: the sample goes to the device once; k-means++
  * seeding stays on the host (src/math's draws, the same seeds as the CPU
@@ -10,22 +10,22 @@
  * ranking: equal to the CPU's float64 choice except on near ties).
  *
  * Every function returns false when the worker failed, after freeing its
- * device buffers; the build then continues on the CPU (clustervec.gpu =
- * auto) or raises (require).
+ * device buffers; the build then calls cv_gpu_fall_back and continues on
+ * the CPU (clustervec.gpu = auto) or raises (require).
  */
 #include "postgres.h"
 
 #include "miscadmin.h"
 
-#include "ivf/build_gpu.h"
-#include "worker/remote.h"
-#include "worker/worker.h"
+#include "clustervec_cuda.h"
+#include "gpu/request.h"
 
-struct CvIvfGpuAssigner
+struct CvGpuAssigner
 {
 	int			d;
 	int			lists;
-	int			metric;
+	int			metric;			/* CvKmeansMetric */
+	int			mode;			/* CV_GPU_ASSIGN_* */
 	int			capacity;		/* rows per batch */
 	uint64		points;
 	uint64		centroids;
@@ -33,15 +33,8 @@ struct CvIvfGpuAssigner
 	uint64		score;
 };
 
-int			cv_gpu_assign_mode = CVCUDA_ASSIGN_FP32;
-
-/* Raises under "require"; otherwise counts the fallback. */
-static bool
-build_gpu_failed(const CvGpuError *error)
-{
-	cv_gpu_fall_back("the cvivf build", error);
-	return false;
-}
+StaticAssertDecl(CV_GPU_ASSIGN_FP32 == CVCUDA_ASSIGN_FP32 && CV_GPU_ASSIGN_BF16 == CVCUDA_ASSIGN_BF16,
+				 "the assignment modes are the library's");
 
 typedef struct SeedRefresh
 {
@@ -106,8 +99,8 @@ seed_on_gpu(const float *sample, int64 n, const CvKmeansParams *params, SeedRefr
 }
 
 bool
-cvivf_gpu_train(const float *sample, int64 n, int d, const CvKmeansParams *params,
-				float *centroids, int *lists)
+cv_gpu_kmeans_train(const float *sample, int64 n, int d, const CvKmeansParams *params, int mode,
+					float *centroids, int *lists, CvGpuError *error)
 {
 	SeedRefresh r = {0};
 	CvGpuKmeansArgs lloyd = {0};
@@ -129,7 +122,7 @@ cvivf_gpu_train(const float *sample, int64 n, int d, const CvKmeansParams *param
 		lloyd.k = *lists;
 		lloyd.iterations = params->iterations;
 		lloyd.metric = params->metric;
-		lloyd.mode = cv_gpu_assign_mode;
+		lloyd.mode = mode;
 		lloyd.centroids = cv_gpu_upload(centroids, sizeof(float) * (Size) *lists * d, &r.error);
 		ok = lloyd.centroids != 0 &&
 			(lloyd.assign = cv_gpu_alloc(sizeof(int32) * (Size) n, &r.error)) != 0 &&
@@ -145,45 +138,46 @@ cvivf_gpu_train(const float *sample, int64 n, int d, const CvKmeansParams *param
 	cv_gpu_free(r.args.points);
 	cv_gpu_free(r.args.dist);
 	pfree(history);
-	return ok ? true : build_gpu_failed(&r.error);
+	if (!ok)
+		*error = r.error;
+	return ok;
 }
 
 int
-cvivf_gpu_batch_rows(int d)
+cv_gpu_assign_batch_rows(int d)
 {
 	return (int) (CV_GPU_STAGING_BYTES / (sizeof(float) * (Size) d));
 }
 
-CvIvfGpuAssigner *
-cvivf_gpu_assigner_begin(const float *centroids, int lists, int d, int metric)
+CvGpuAssigner *
+cv_gpu_assigner_begin(const float *centroids, int lists, int d, CvKmeansMetric objective,
+					  int mode, CvGpuError *error)
 {
-	CvIvfGpuAssigner *a = palloc0(sizeof(CvIvfGpuAssigner));
-	CvGpuError	error = {0};
+	CvGpuAssigner *a = palloc0(sizeof(CvGpuAssigner));
 	bool		ok;
 
 	a->d = d;
 	a->lists = lists;
-	a->metric = metric;
-	a->capacity = cvivf_gpu_batch_rows(d);
-	a->centroids = cv_gpu_upload(centroids, sizeof(float) * (Size) lists * d, &error);
+	a->metric = objective;
+	a->mode = mode;
+	a->capacity = cv_gpu_assign_batch_rows(d);
+	a->centroids = cv_gpu_upload(centroids, sizeof(float) * (Size) lists * d, error);
 	ok = a->centroids != 0 &&
-		(a->points = cv_gpu_alloc(sizeof(float) * (Size) a->capacity * d, &error)) != 0 &&
-		(a->assign = cv_gpu_alloc(sizeof(int32) * (Size) a->capacity, &error)) != 0 &&
-		(a->score = cv_gpu_alloc(sizeof(float) * (Size) a->capacity, &error)) != 0;
+		(a->points = cv_gpu_alloc(sizeof(float) * (Size) a->capacity * d, error)) != 0 &&
+		(a->assign = cv_gpu_alloc(sizeof(int32) * (Size) a->capacity, error)) != 0 &&
+		(a->score = cv_gpu_alloc(sizeof(float) * (Size) a->capacity, error)) != 0;
 	if (!ok)
 	{
-		cvivf_gpu_assigner_end(a);
-		(void) build_gpu_failed(&error);
+		cv_gpu_assigner_end(a);
 		return NULL;
 	}
 	return a;
 }
 
 bool
-cvivf_gpu_assign(CvIvfGpuAssigner *a, const float *rows, int count, int32 *lists)
+cv_gpu_assign(CvGpuAssigner *a, const float *rows, int count, int32 *lists, CvGpuError *error)
 {
 	CvGpuKmeansArgs args = {0};
-	CvGpuError	error = {0};
 
 	Assert(count <= a->capacity);
 	args.points = a->points;
@@ -191,19 +185,17 @@ cvivf_gpu_assign(CvIvfGpuAssigner *a, const float *rows, int count, int32 *lists
 	args.d = a->d;
 	args.k = a->lists;
 	args.metric = a->metric;
-	args.mode = cv_gpu_assign_mode;
+	args.mode = a->mode;
 	args.centroids = a->centroids;
 	args.assign = a->assign;
 	args.score = a->score;
-	if (cv_gpu_write(a->points, 0, rows, sizeof(float) * (Size) count * a->d, &error) &&
-		cv_gpu_call(CV_OP_KMEANS_ASSIGN, &args, sizeof(args), NULL, 0, NULL, 0, &error) &&
-		cv_gpu_read(a->assign, 0, lists, sizeof(int32) * (Size) count, &error))
-		return true;
-	return build_gpu_failed(&error);
+	return cv_gpu_write(a->points, 0, rows, sizeof(float) * (Size) count * a->d, error) &&
+		cv_gpu_call(CV_OP_KMEANS_ASSIGN, &args, sizeof(args), NULL, 0, NULL, 0, error) &&
+		cv_gpu_read(a->assign, 0, lists, sizeof(int32) * (Size) count, error);
 }
 
 void
-cvivf_gpu_assigner_end(CvIvfGpuAssigner *a)
+cv_gpu_assigner_end(CvGpuAssigner *a)
 {
 	if (a == NULL)
 		return;

@@ -1,14 +1,14 @@
 /*
- * health_gpu.h: cluster_health's passes on the GPU worker (gpu.c).  Each
- * returns false when the worker failed (after counting the fallback, or
- * raising under clustervec.gpu = require); the engine then runs the CPU
- * path, and run->use_gpu is false for the rest of the run.
+ * gpu_passes.h: cluster_health's passes handed to the GPU worker
+ * (gpu_passes.c, through src/gpu).  Each returns false when the worker did
+ * not serve (after counting the fallback, or raising under clustervec.gpu
+ * = require); the engine then runs the CPU path, and run->use_gpu is false
+ * for the rest of the run.
  */
-#ifndef CV_HEALTH_GPU_H
-#define CV_HEALTH_GPU_H
+#ifndef CV_HEALTH_GPU_PASSES_H
+#define CV_HEALTH_GPU_PASSES_H
 
 #include "health/health_sql.h"
-#include "worker/protocol.h"
 
 /* A chunk of whole clusters as the engine holds it. */
 typedef struct HealthChunkView
@@ -36,12 +36,7 @@ extern bool health_gpu_members_pass(HealthRun *run, const HealthChunkView *chunk
  */
 extern bool health_gpu_members_pass_kept(HealthRun *run);
 
-/* Frees the members pass 1 kept on the device. */
-extern void health_gpu_forget_chunk(HealthRun *run);
-
-/* Frees the device set and kept members (the end of the run, or a fallback). */
+/* Frees what the run holds on the device (the end of the run, or a fallback). */
 extern void health_gpu_release(HealthRun *run);
-
-extern void health_gpu_set_args(const HealthRun *run, const void *set, CvGpuHealthArgs *args);
 
 #endif

@@ -14,8 +14,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 
-#include "worker/protocol.h"
-#include "worker/worker.h"
+#include "gpu/request.h"
 
 #define WAIT_POLL_MS 100
 
@@ -46,6 +45,45 @@ cv_gpu_should_use(void)
 						   cv_gpu_shared->reason),
 				 errhint("Set clustervec.gpu to \"auto\" to run on the CPU instead.")));
 	return false;
+}
+
+void
+cv_gpu_count_served(CvGpuServed what)
+{
+	if (cv_gpu_shared == NULL)
+		return;
+	switch (what)
+	{
+		case CV_GPU_SERVED_SEARCH:
+			pg_atomic_fetch_add_u64(&cv_gpu_shared->search_gpu_calls, 1);
+			break;
+		case CV_GPU_SERVED_BUILD:
+			pg_atomic_fetch_add_u64(&cv_gpu_shared->build_gpu_calls, 1);
+			break;
+		case CV_GPU_SERVED_HEALTH:
+			pg_atomic_fetch_add_u64(&cv_gpu_shared->health_gpu_calls, 1);
+			break;
+	}
+}
+
+uint64
+cv_gpu_device_free_bytes(void)
+{
+	uint64		free_bytes;
+
+	if (cv_gpu_shared == NULL)
+		return 0;
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	free_bytes = cv_gpu_shared->memory_free;
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	return free_bytes;
+}
+
+void
+cv_gpu_set_error(CvGpuError *error, int code, const char *message)
+{
+	error->code = code;
+	strlcpy(error->message, message, CV_GPU_ERROR_LEN);
 }
 
 void
@@ -154,7 +192,7 @@ claim(CvGpuRequest *request, int opcode, bool with_payload, dsm_handle *handle)
  * worker went away meanwhile (the caller falls back or raises).
  */
 bool
-cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload)
+cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *error)
 {
 	dsm_handle	handle;
 
@@ -180,12 +218,19 @@ cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload)
 		if (base == NULL)
 		{
 			cv_gpu_end(request);
+			cv_gpu_set_error(error, CV_GPU_ERR_WORKER_EXITED, "the clustervec GPU worker exited");
 			return false;
 		}
 		request->payload = base + (Size) request->staging * CV_GPU_STAGING_BYTES;
 		request->capacity = CV_GPU_STAGING_BYTES;
 	}
 	return true;
+}
+
+void
+cv_gpu_results(const CvGpuRequest *request, int64 *result)
+{
+	memcpy(result, cv_gpu_shared->slots[request->slot].result, sizeof(int64) * 2);
 }
 
 /* Returns the slot and buffer, or leaves them to the worker if it still runs the request. */
@@ -243,8 +288,8 @@ wait_for_answer(CvGpuRequest *request, uint64 generation, CvGpuError *error)
 			}
 			if (gone && poll_slot(slot, generation, &gone) != CV_SLOT_DONE)
 			{
-				error->code = CV_GPU_ERR_WORKER_EXITED;
-				strlcpy(error->message, "the clustervec GPU worker is gone", CV_GPU_ERROR_LEN);
+				cv_gpu_set_error(error, CV_GPU_ERR_WORKER_EXITED,
+								 "the clustervec GPU worker is gone");
 				break;
 			}
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -1,14 +1,14 @@
 /*
- * objects.c: the device buffers ("objects") the GPU worker holds for
+ * buffers.c: the device buffers the GPU worker holds for
  * backends, and the operations that run over them.
  *
- * A backend allocates objects, fills them chunk by chunk through its
+ * A backend allocates buffers, fills them chunk by chunk through its
  * staging buffer, runs operations that name them by id, reads results back
- * and frees them.  Each object records its owner (pgprocno, pid) and the
+ * and frees them.  Each buffer records its owner (pgprocno, pid) and the
  * owner's transaction epoch: when the owner ends that transaction (commit
  * or abort) or exits, the next sweep frees whatever it left, so an ERROR
  * mid-way never leaks device memory.  clustervec.gpu_memory_limit bounds
- * the bytes all objects hold.
+ * the bytes all buffers hold.
  */
 #include "postgres.h"
 
@@ -18,7 +18,7 @@
 #include "worker/worker.h"
 #include "worker/library.h"
 
-typedef struct WorkerObject
+typedef struct WorkerBuffer
 {
 	uint64		id;				/* 0: the entry is free */
 	CvCudaBuffer *buffer;
@@ -26,28 +26,28 @@ typedef struct WorkerObject
 	int			owner_procno;
 	int			owner_pid;
 	uint64		owner_epoch;
-} WorkerObject;
+} WorkerBuffer;
 
-static WorkerObject objects[CV_GPU_MAX_OBJECTS];
-static uint64 next_object_id = 1;
+static WorkerBuffer buffers[CV_GPU_MAX_BUFFERS];
+static uint64 next_buffer_id = 1;
 Size		cv_worker_held_bytes = 0;
 
-/* Publishes what the objects hold, for clustervec_gpu_info(). */
+/* Publishes what the buffers hold, for clustervec_gpu_info(). */
 static void
 publish_usage(void)
 {
 	int			count = 0;
 	uint64		bytes = 0;
 
-	/* the objects alone: mirrors publish their own bytes in the mirror table */
-	for (int i = 0; i < CV_GPU_MAX_OBJECTS; i++)
+	/* the buffers alone: mirrors publish their own bytes in the mirror table */
+	for (int i = 0; i < CV_GPU_MAX_BUFFERS; i++)
 	{
-		count += objects[i].id != 0;
-		bytes += objects[i].id != 0 ? objects[i].bytes : 0;
+		count += buffers[i].id != 0;
+		bytes += buffers[i].id != 0 ? buffers[i].bytes : 0;
 	}
 	SpinLockAcquire(&cv_gpu_shared->mutex);
-	cv_gpu_shared->objects_bytes = bytes;
-	cv_gpu_shared->objects_count = count;
+	cv_gpu_shared->buffers_bytes = bytes;
+	cv_gpu_shared->buffers_count = count;
 	SpinLockRelease(&cv_gpu_shared->mutex);
 }
 
@@ -61,33 +61,33 @@ cv_worker_memory_limit(void)
 }
 
 static void
-release(WorkerObject *object)
+release(WorkerBuffer *held)
 {
-	cv_cuda.buffer_free(object->buffer);
-	cv_worker_held_bytes -= object->bytes;
-	memset(object, 0, sizeof(*object));
+	cv_cuda.buffer_free(held->buffer);
+	cv_worker_held_bytes -= held->bytes;
+	memset(held, 0, sizeof(*held));
 }
 
-static WorkerObject *
-find_object(uint64 id)
+static WorkerBuffer *
+find_buffer(uint64 id)
 {
 	if (id == 0)
 		return NULL;
-	for (int i = 0; i < CV_GPU_MAX_OBJECTS; i++)
-		if (objects[i].id == id)
-			return &objects[i];
+	for (int i = 0; i < CV_GPU_MAX_BUFFERS; i++)
+		if (buffers[i].id == id)
+			return &buffers[i];
 	return NULL;
 }
 
-/* An object of the slot's owner, or NULL (another backend's ids are not visible). */
+/* A buffer of the slot's owner, or NULL (another backend's ids are not visible). */
 static CvCudaBuffer *
 owned_buffer(const CvGpuSlot *slot, uint64 id)
 {
-	WorkerObject *object = find_object(id);
+	WorkerBuffer *held = find_buffer(id);
 
-	if (object == NULL || object->owner_procno != slot->owner_procno)
+	if (held == NULL || held->owner_procno != slot->owner_procno)
 		return NULL;
-	return object->buffer;
+	return held->buffer;
 }
 
 /* Whether a backend has ended the transaction of the given epoch, or exited. */
@@ -102,20 +102,20 @@ cv_worker_owner_done(int procno, int pid, uint64 epoch)
 }
 
 static bool
-owner_done(const WorkerObject *object)
+owner_done(const WorkerBuffer *held)
 {
-	return cv_worker_owner_done(object->owner_procno, object->owner_pid, object->owner_epoch);
+	return cv_worker_owner_done(held->owner_procno, held->owner_pid, held->owner_epoch);
 }
 
 void
-cv_worker_sweep_objects(void)
+cv_worker_sweep_buffers(void)
 {
 	bool		freed = false;
 
-	for (int i = 0; i < CV_GPU_MAX_OBJECTS; i++)
-		if (objects[i].id != 0 && owner_done(&objects[i]))
+	for (int i = 0; i < CV_GPU_MAX_BUFFERS; i++)
+		if (buffers[i].id != 0 && owner_done(&buffers[i]))
 		{
-			release(&objects[i]);
+			release(&buffers[i]);
 			freed = true;
 		}
 	if (freed)
@@ -124,18 +124,18 @@ cv_worker_sweep_objects(void)
 }
 
 void
-cv_worker_free_all_objects(void)
+cv_worker_free_all_buffers(void)
 {
-	for (int i = 0; i < CV_GPU_MAX_OBJECTS; i++)
-		if (objects[i].id != 0)
-			release(&objects[i]);
+	for (int i = 0; i < CV_GPU_MAX_BUFFERS; i++)
+		if (buffers[i].id != 0)
+			release(&buffers[i]);
 }
 
 static CvCudaStatus
-object_alloc(CvGpuSlot *slot, CvCudaError *err, const char **bad)
+buffer_alloc_op(CvGpuSlot *slot, CvCudaError *err, const char **bad)
 {
 	Size		bytes = (Size) slot->args[0];
-	WorkerObject *entry = NULL;
+	WorkerBuffer *entry = NULL;
 	CvCudaStatus status;
 
 	if (slot->args[0] <= 0)
@@ -143,10 +143,10 @@ object_alloc(CvGpuSlot *slot, CvCudaError *err, const char **bad)
 		*bad = "device buffer of no bytes";
 		return CVCUDA_INVALID_ARGUMENT;
 	}
-	cv_worker_sweep_objects();
-	for (int i = 0; i < CV_GPU_MAX_OBJECTS && entry == NULL; i++)
-		if (objects[i].id == 0)
-			entry = &objects[i];
+	cv_worker_sweep_buffers();
+	for (int i = 0; i < CV_GPU_MAX_BUFFERS && entry == NULL; i++)
+		if (buffers[i].id == 0)
+			entry = &buffers[i];
 	if (entry == NULL)
 	{
 		*bad = "the GPU worker holds its maximum number of device buffers";
@@ -165,7 +165,7 @@ object_alloc(CvGpuSlot *slot, CvCudaError *err, const char **bad)
 	status = cv_cuda.buffer_alloc(bytes, &entry->buffer, err);
 	if (status != CVCUDA_OK)
 		return status;
-	entry->id = next_object_id++;
+	entry->id = next_buffer_id++;
 	entry->bytes = bytes;
 	entry->owner_procno = slot->owner_procno;
 	entry->owner_pid = slot->owner_pid;
@@ -176,7 +176,7 @@ object_alloc(CvGpuSlot *slot, CvCudaError *err, const char **bad)
 	return CVCUDA_OK;
 }
 
-/* Checks a transfer's range against the object and the staging buffer. */
+/* Checks a transfer's range against the buffer and the staging buffer. */
 static CvCudaBuffer *
 transfer_target(CvGpuSlot *slot, char *payload, const char **bad)
 {
@@ -191,7 +191,7 @@ transfer_target(CvGpuSlot *slot, char *payload, const char **bad)
 }
 
 static CvCudaStatus
-object_write(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
+buffer_write_op(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
 {
 	CvCudaBuffer *buffer = transfer_target(slot, payload, bad);
 
@@ -202,7 +202,7 @@ object_write(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
 }
 
 static CvCudaStatus
-object_read(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
+buffer_read_op(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
 {
 	CvCudaBuffer *buffer = transfer_target(slot, payload, bad);
 
@@ -213,22 +213,22 @@ object_read(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
 }
 
 static CvCudaStatus
-object_free(CvGpuSlot *slot, const char **bad)
+buffer_free_op(CvGpuSlot *slot, const char **bad)
 {
-	WorkerObject *object = find_object((uint64) slot->args[0]);
+	WorkerBuffer *held = find_buffer((uint64) slot->args[0]);
 
-	if (object == NULL || object->owner_procno != slot->owner_procno)
+	if (held == NULL || held->owner_procno != slot->owner_procno)
 	{
 		*bad = "no such device buffer (it was freed, or the GPU worker restarted)";
 		return CVCUDA_INVALID_ARGUMENT;
 	}
-	release(object);
+	release(held);
 	publish_usage();
 	return CVCUDA_OK;
 }
 
 /*
- * Looks up the objects an operation names; an id of 0 gives NULL, an
+ * Looks up the buffers an operation names; an id of 0 gives NULL, an
  * unknown id fails the request.
  */
 static bool
@@ -348,19 +348,19 @@ cv_worker_handles(int opcode)
 }
 
 CvCudaStatus
-cv_worker_execute_object_op(CvGpuSlot *slot, char *payload, CvCudaError *err,
+cv_worker_execute_buffer_op(CvGpuSlot *slot, char *payload, CvCudaError *err,
 							const char **bad)
 {
 	switch (slot->opcode)
 	{
 		case CV_OP_BUFFER_ALLOC:
-			return object_alloc(slot, err, bad);
+			return buffer_alloc_op(slot, err, bad);
 		case CV_OP_BUFFER_WRITE:
-			return object_write(slot, payload, err, bad);
+			return buffer_write_op(slot, payload, err, bad);
 		case CV_OP_BUFFER_READ:
-			return object_read(slot, payload, err, bad);
+			return buffer_read_op(slot, payload, err, bad);
 		case CV_OP_BUFFER_FREE:
-			return object_free(slot, bad);
+			return buffer_free_op(slot, bad);
 		case CV_OP_HEALTH_CENTROID:
 		case CV_OP_HEALTH_TABLE:
 		case CV_OP_HEALTH_MEMBERS:

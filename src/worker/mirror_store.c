@@ -1,5 +1,5 @@
 /*
- * mirrors.c: the GPU worker's mirrors of cvivf indexes.
+ * mirror_store.c: the mirrors of indexes the GPU worker holds.
  *
  * A mirror is an index's centroids and its list vectors packed list after
  * list on the device, with each row's heap TID and where each list ended
@@ -312,77 +312,105 @@ mirror_drop(CvGpuSlot *slot, const char **bad)
 	return CVCUDA_OK;
 }
 
+/* A ready mirror named by a request, with the key the backend knows it by. */
+static CvGpuMirrorInfo *
+keyed_mirror(const CvGpuSlot *slot, int64 m, const CvGpuMirrorKey *key, const char **bad)
+{
+	CvGpuMirrorInfo *info = named_mirror(slot, m, CV_MIRROR_READY, bad);
+
+	if (info != NULL && !same_key(&info->key, key))
+	{
+		*bad = "the mirror was evicted, dropped or replaced";
+		return NULL;
+	}
+	return info;
+}
+
 /*
- * A batch search: the output is the mirror's list ends (lists int8), its
- * list offsets (lists + 1 int8), then nq x k hits (cv_search_hits_offset).
+ * A batch search, answered in place (cv_search_layout): the library writes
+ * row positions and distances straight into the staging buffer, and the
+ * positions become heap TIDs there.
  */
 static CvCudaStatus
 mirror_search(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
 {
 	CvGpuSearchArgs args;
 	CvGpuMirrorInfo *info;
+	CvGpuSearchLayout layout;
 	WorkerMirror *w;
-	Size		head = MAXALIGN(sizeof(CvGpuSearchArgs));
-	Size		ends_bytes,
-				hits_bytes;
-	long long  *positions;
-	double	   *distances;
-	CvGpuSearchHit *hits;
+	int64	   *tids;
 	CvCudaStatus status;
 
-	if (payload == NULL || slot->payload_bytes < head)
+	if (payload == NULL || slot->payload_bytes < sizeof(args))
 	{
 		*bad = "search request without its arguments";
 		return CVCUDA_INVALID_ARGUMENT;
 	}
 	memcpy(&args, payload, sizeof(args));
-	if ((info = named_mirror(slot, args.mirror, CV_MIRROR_READY, bad)) == NULL)
+	if ((info = keyed_mirror(slot, args.mirror, &args.key, bad)) == NULL)
 		return CVCUDA_INVALID_ARGUMENT;
-	if (!same_key(&info->key, &args.key))
-	{
-		*bad = "the mirror was evicted, dropped or replaced";
-		return CVCUDA_INVALID_ARGUMENT;
-	}
-	ends_bytes = cv_search_hits_offset(info->key.lists) - head;
-	hits_bytes = sizeof(CvGpuSearchHit) * (Size) Max(args.nq, 0) * Max(args.k, 0);
-	if (args.nq < 1 || args.k < 1 || args.probes < 1 ||
-		slot->payload_bytes != head + sizeof(float) * (Size) args.nq * info->key.dimensions ||
-		head + ends_bytes + hits_bytes > CV_GPU_STAGING_BYTES)
+	cv_search_layout(Max(args.nq, 0), info->key.dimensions, Max(args.k, 0),
+					 Max(args.probes, 0), &layout);
+	if (args.nq < 1 || args.k < 1 || args.probes < 1 || args.probes > info->key.lists ||
+		slot->payload_bytes != layout.queries + sizeof(float) * (Size) args.nq * info->key.dimensions ||
+		layout.total > CV_GPU_STAGING_BYTES)
 	{
 		*bad = "search request of an invalid size";
 		return CVCUDA_INVALID_ARGUMENT;
 	}
 	w = &mirrors[args.mirror];
-	positions = palloc(sizeof(long long) * args.nq * args.k);
-	distances = palloc(sizeof(double) * args.nq * args.k);
+	tids = (int64 *) (payload + layout.tids);
 	status = cv_cuda.ivf_search(w->centroids, info->key.lists, info->key.dimensions, w->vectors,
-								w->offsets, info->key.metric, (const float *) (payload + head),
-								args.nq, args.k, args.probes, positions, distances, err);
-	if (status == CVCUDA_OK)
+								w->offsets, info->key.metric,
+								(const float *) (payload + layout.queries), args.nq, args.k,
+								args.probes, (long long *) tids,
+								(double *) (payload + layout.distances),
+								(int *) (payload + layout.probed), err);
+	if (status != CVCUDA_OK)
+		return status;
+	for (int64 i = 0; i < (int64) args.nq * args.k; i++)
+		tids[i] = tids[i] >= 0 && tids[i] < info->key.rows ? w->tids[tids[i]] : -1;
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	info->last_used = GetCurrentTimestamp();
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	return CVCUDA_OK;
+}
+
+/*
+ * A mirror's layout, which backends cache per key instead of receiving it
+ * with every answer: where each list ended, then (MAXALIGNed) its offsets.
+ */
+static CvCudaStatus
+mirror_layout(CvGpuSlot *slot, char *payload, const char **bad)
+{
+	CvGpuMirrorKey key;
+	CvGpuMirrorInfo *info;
+	Size		offsets_at;
+
+	if (payload == NULL || slot->payload_bytes != sizeof(key))
 	{
-		memcpy(payload + head, w->ends, sizeof(int64) * info->key.lists);
-		memcpy(payload + head + MAXALIGN(sizeof(int64) * info->key.lists), w->host_offsets,
-			   sizeof(int64) * (info->key.lists + 1));
-		hits = (CvGpuSearchHit *) (payload + head + ends_bytes);
-		for (int64 i = 0; i < (int64) args.nq * args.k; i++)
-		{
-			hits[i].tid = positions[i] >= 0 && positions[i] < info->key.rows ?
-				w->tids[positions[i]] : -1;
-			hits[i].distance = distances[i];
-		}
-		SpinLockAcquire(&cv_gpu_shared->mutex);
-		info->last_used = GetCurrentTimestamp();
-		SpinLockRelease(&cv_gpu_shared->mutex);
+		*bad = "layout request without its key";
+		return CVCUDA_INVALID_ARGUMENT;
 	}
-	pfree(positions);
-	pfree(distances);
-	return status;
+	memcpy(&key, payload, sizeof(key));
+	if ((info = keyed_mirror(slot, slot->args[0], &key, bad)) == NULL)
+		return CVCUDA_INVALID_ARGUMENT;
+	offsets_at = MAXALIGN(sizeof(int64) * info->key.lists);
+	if (offsets_at + sizeof(int64) * (info->key.lists + 1) > CV_GPU_STAGING_BYTES)
+	{
+		*bad = "mirror layout larger than a staging buffer";
+		return CVCUDA_INVALID_ARGUMENT;
+	}
+	memcpy(payload, mirrors[slot->args[0]].ends, sizeof(int64) * info->key.lists);
+	memcpy(payload + offsets_at, mirrors[slot->args[0]].host_offsets,
+		   sizeof(int64) * (info->key.lists + 1));
+	return CVCUDA_OK;
 }
 
 bool
 cv_worker_handles_mirror(int opcode)
 {
-	return opcode >= CV_OP_MIRROR_BEGIN && opcode <= CV_OP_MIRROR_SEARCH;
+	return opcode >= CV_OP_MIRROR_BEGIN && opcode <= CV_OP_MIRROR_LAYOUT;
 }
 
 CvCudaStatus
@@ -398,6 +426,8 @@ cv_worker_execute_mirror_op(CvGpuSlot *slot, char *payload, CvCudaError *err, co
 			return mirror_commit(slot, err, bad);
 		case CV_OP_MIRROR_DROP:
 			return mirror_drop(slot, bad);
+		case CV_OP_MIRROR_LAYOUT:
+			return mirror_layout(slot, payload, bad);
 		default:
 			return mirror_search(slot, payload, err, bad);
 	}

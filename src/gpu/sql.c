@@ -11,9 +11,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
-#include "worker/protocol.h"
+#include "gpu/request.h"
 #include "worker/worker.h"
-#include "ivf/build_gpu.h"
 
 PG_FUNCTION_INFO_V1(clustervec_gpu_info);
 PG_FUNCTION_INFO_V1(clustervec_gpu_ping);
@@ -22,12 +21,6 @@ int			cv_gpu_mode = CV_GPU_AUTO;
 int			cv_gpu_device = 0;
 int			cv_gpu_memory_limit_mb = 0;
 char	   *cv_gpu_library = NULL;
-
-static const struct config_enum_entry assign_options[] = {
-	{"fp32", CVCUDA_ASSIGN_FP32, false},
-	{"bf16", CVCUDA_ASSIGN_BF16, false},
-	{NULL, 0, false}
-};
 
 static const struct config_enum_entry gpu_options[] = {
 	{"off", CV_GPU_OFF, false},
@@ -42,11 +35,6 @@ cv_gpu_define_settings(void)
 	DefineCustomEnumVariable("clustervec.gpu",
 							 "Whether work goes to the GPU worker: off, auto (when it is ready), require.",
 							 NULL, &cv_gpu_mode, CV_GPU_AUTO, gpu_options,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomEnumVariable("clustervec.gpu_assign",
-							 "Products of the GPU k-means assignment in index builds.",
-							 "fp32: exact FP32; bf16: tensor-core products with the best candidates re-checked in FP32.",
-							 &cv_gpu_assign_mode, CVCUDA_ASSIGN_FP32, assign_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("clustervec.gpu_memory_limit",
 							"Device memory the GPU worker may use (0: 90% of the device).",
@@ -141,8 +129,8 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 	values[8] = Int64GetDatum(mirror_bytes);
 	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->gpu_requests));
 	values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->cpu_fallbacks));
-	values[11] = Int32GetDatum(copy.objects_count);
-	values[12] = Int64GetDatum((int64) copy.objects_bytes);
+	values[11] = Int32GetDatum(copy.buffers_count);
+	values[12] = Int64GetDatum((int64) copy.buffers_bytes);
 	values[13] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->health_gpu_calls));
 	values[14] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->build_gpu_calls));
 	values[15] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->search_gpu_calls));
@@ -177,7 +165,7 @@ clustervec_gpu_ping(PG_FUNCTION_ARGS)
 		Size		chunk = Min((Size) bytes - sent, CV_GPU_STAGING_BYTES);
 
 		args[0] = chunk;
-		if (!cv_gpu_begin(&request, CV_OP_PING, chunk > 0))
+		if (!cv_gpu_begin(&request, CV_OP_PING, chunk > 0, &error))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the clustervec GPU worker exited before the ping")));

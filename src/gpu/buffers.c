@@ -1,5 +1,5 @@
 /*
- * remote.c: a backend's device buffers in the GPU worker, and operations
+ * buffers.c: a backend's device buffers in the GPU worker, and operations
  * over them.  Data larger than a staging buffer travels in chunks.  Every
  * function returns false (or 0) with *error filled when the worker failed
  * or went away: the caller then frees what it can and falls back to the
@@ -14,9 +14,7 @@
 #include "access/xact.h"
 #include "storage/proc.h"
 
-#include "worker/protocol.h"
-#include "worker/remote.h"
-#include "worker/worker.h"
+#include "gpu/request.h"
 
 static bool callback_registered = false;
 static bool allocated_in_transaction = false;
@@ -40,13 +38,6 @@ end_of_transaction(XactEvent event, void *arg pg_attribute_unused())
 		SetLatch(&ProcGlobal->allProcs[worker].procLatch);
 }
 
-static void
-set_error(CvGpuError *error, int code, const char *message)
-{
-	error->code = code;
-	strlcpy(error->message, message, CV_GPU_ERROR_LEN);
-}
-
 bool
 cv_gpu_request(int opcode, bool with_payload, const int64 *args, int nargs,
 			   Size payload_bytes, const void *in, void *out, Size out_bytes,
@@ -55,11 +46,8 @@ cv_gpu_request(int opcode, bool with_payload, const int64 *args, int nargs,
 	CvGpuRequest request;
 	volatile bool ok = false;
 
-	if (!cv_gpu_begin(&request, opcode, with_payload))
-	{
-		set_error(error, CV_GPU_ERR_WORKER_EXITED, "the clustervec GPU worker exited");
+	if (!cv_gpu_begin(&request, opcode, with_payload, error))
 		return false;
-	}
 	PG_TRY();
 	{
 		if (in != NULL && payload_bytes > 0)
@@ -68,7 +56,7 @@ cv_gpu_request(int opcode, bool with_payload, const int64 *args, int nargs,
 		if (ok && out != NULL && out_bytes > 0)
 			memcpy(out, request.payload, out_bytes);
 		if (ok && result != NULL)
-			memcpy(result, cv_gpu_shared->slots[request.slot].result, sizeof(int64) * 2);
+			cv_gpu_results(&request, result);
 	}
 	PG_FINALLY();
 	{
@@ -90,6 +78,12 @@ cv_gpu_note_allocation(void)
 }
 
 uint64
+cv_gpu_owner_epoch(void)
+{
+	return pg_atomic_read_u64(&cv_gpu_owner_epochs->epoch[MyProc->pgprocno]);
+}
+
+uint64
 cv_gpu_alloc(Size bytes, CvGpuError *error)
 {
 	int64		args[2];
@@ -97,7 +91,7 @@ cv_gpu_alloc(Size bytes, CvGpuError *error)
 
 	cv_gpu_note_allocation();
 	args[0] = (int64) bytes;
-	args[1] = (int64) pg_atomic_read_u64(&cv_gpu_owner_epochs->epoch[MyProc->pgprocno]);
+	args[1] = (int64) cv_gpu_owner_epoch();
 	if (!cv_gpu_request(CV_OP_BUFFER_ALLOC, false, args, 2, 0, NULL, NULL, 0, result, error))
 		return 0;
 	return (uint64) result[0];
@@ -165,27 +159,33 @@ cv_gpu_call(int opcode, void *args, Size args_bytes, const void *extra, Size ext
 			void *out_extra, Size out_bytes, CvGpuError *error)
 {
 	Size		head = MAXALIGN(args_bytes);
-	Size		in_bytes = head + extra_bytes;
-	Size		total = Max(in_bytes, head + out_bytes);
-	char	   *image;
-	bool		ok;
+	CvGpuRequest request;
+	volatile bool ok = false;
 
-	if (total > CV_GPU_STAGING_BYTES)
+	if (Max(head + extra_bytes, head + out_bytes) > CV_GPU_STAGING_BYTES)
 	{
-		set_error(error, CV_GPU_ERR_BAD_REQUEST, "GPU request larger than a staging buffer");
+		cv_gpu_set_error(error, CV_GPU_ERR_BAD_REQUEST, "GPU request larger than a staging buffer");
 		return false;
 	}
-	image = palloc0(total);
-	memcpy(image, args, args_bytes);
-	if (extra_bytes > 0)
-		memcpy(image + head, extra, extra_bytes);
-	ok = cv_gpu_request(opcode, true, NULL, 0, in_bytes, image, image, total, NULL, error);
-	if (ok)
+	if (!cv_gpu_begin(&request, opcode, true, error))
+		return false;
+	PG_TRY();
 	{
-		memcpy(args, image, args_bytes);
-		if (out_bytes > 0)
-			memcpy(out_extra, image + head, out_bytes);
+		memcpy(request.payload, args, args_bytes);
+		if (extra_bytes > 0)
+			memcpy(request.payload + head, extra, extra_bytes);
+		ok = cv_gpu_run(&request, NULL, 0, head + extra_bytes, error, NULL);
+		if (ok)
+		{
+			memcpy(args, request.payload, args_bytes);
+			if (out_bytes > 0)
+				memcpy(out_extra, request.payload + head, out_bytes);
+		}
 	}
-	pfree(image);
+	PG_FINALLY();
+	{
+		cv_gpu_end(&request);
+	}
+	PG_END_TRY();
 	return ok;
 }
