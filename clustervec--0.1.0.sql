@@ -381,7 +381,9 @@ CREATE FUNCTION clustervec_gpu_info(
 	OUT compute_capability text, OUT memory_total bigint, OUT memory_free bigint,
 	OUT mirrors int, OUT mirror_bytes bigint, OUT gpu_requests bigint, OUT cpu_fallbacks bigint,
 	OUT buffers int, OUT buffer_bytes bigint, OUT health_runs bigint, OUT index_builds bigint,
-	OUT searches bigint)
+	OUT searches bigint, OUT search_launches bigint, OUT search_requests bigint,
+	OUT mean_queue_wait_ms float8, OUT busy_fallbacks bigint, OUT stopped_requests bigint,
+	OUT last_stop_ms float8)
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE FUNCTION clustervec_gpu_ping(payload_bytes int) RETURNS float8

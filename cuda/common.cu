@@ -15,6 +15,16 @@ struct DeviceState
 
 static DeviceState state;
 
+CvCudaStopCheck cvcuda_stop_check = nullptr;
+void	   *cvcuda_stop_arg = nullptr;
+
+extern "C" void
+cvcuda_set_stop_check(CvCudaStopCheck check, void *arg)
+{
+	cvcuda_stop_check = check;
+	cvcuda_stop_arg = arg;
+}
+
 // The status a CUDA error means to the worker.
 static CvCudaStatus
 status_of(cudaError_t code)

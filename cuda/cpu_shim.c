@@ -163,6 +163,24 @@ check_device(int device, CvCudaError *err)
 	return CVCUDA_OK;
 }
 
+CvCudaStopCheck cvcuda_stop_check = NULL;
+void	   *cvcuda_stop_arg = NULL;
+
+/* src/math's statistics poll this between their long loops. */
+static bool
+math_stop_requested(void)
+{
+	return cvcuda_stopping() != 0;
+}
+
+CVCUDA_API void
+cvcuda_set_stop_check(CvCudaStopCheck check, void *arg)
+{
+	cvcuda_stop_check = check;
+	cvcuda_stop_arg = arg;
+	cv_health_stop_requested = check != NULL ? math_stop_requested : NULL;
+}
+
 CVCUDA_API int
 cvcuda_abi_version(void)
 {
@@ -259,8 +277,15 @@ cvcuda_knn_exact(const float *base, long long rows, int dims, const float *queri
 		return cvcuda_set_error(err, CVCUDA_OUT_OF_MEMORY, 0,
 								"knn_exact: out of memory for %d candidates", k);
 	for (int q = 0; q < nq; q++)
+	{
+		if (cvcuda_stopping())
+		{
+			free(heap);
+			return cvcuda_stopped(err, "knn_exact");
+		}
 		knn_one_query(kernels, base, rows, dims, queries + (size_t) q * dims, k, heap,
 					  out_index + (size_t) q * k, out_distance + (size_t) q * k);
+	}
 	free(heap);
 	return cvcuda_set_ok(err);
 }

@@ -66,6 +66,8 @@ cvcuda_health_centroid(const CvCudaBuffer *members, const CvCudaBuffer *offsets,
 	start = now_ms();
 	for (long long c = 0; c < nclusters; c++)
 	{
+		if (cvcuda_stopping())
+			return cvcuda_stopped(err, what);
 		cvcuda_health_clear_record(&out[c]);
 		cv_health_centroid(x + off[c] * (int64_t) d, off[c + 1] - off[c], d, params,
 						   (double *) centroids->data + c * (int64_t) d, &out[c]);
@@ -93,7 +95,8 @@ cvcuda_health_neighbour_table(CvCudaCentroidSet *set, CvCudaError *err)
 	cs.mean_dist = (const double *) set->mean_dist->data;
 	cs.mean_norm = (const double *) set->mean_norm->data;
 	if (cv_health_neighbour_prepare(&cs, set->m > 0 ? set->m : 1, &table) != 0)
-		return cvcuda_set_error(err, CVCUDA_OUT_OF_MEMORY, 0,
+		return cvcuda_stopping() ? cvcuda_stopped(err, "health_neighbour_table") :
+			cvcuda_set_error(err, CVCUDA_OUT_OF_MEMORY, 0,
 								"health_neighbour_table: out of host memory");
 	if (set->m > 0)
 	{
@@ -192,8 +195,14 @@ cvcuda_health_members(const CvCudaBuffer *members, const CvCudaBuffer *offsets,
 	table_of(set, &cs, &table);
 	for (long long c = 0; c < nclusters; c++)
 	{
-		if (members_of_cluster(x + off[c] * (int64_t) d, off[c + 1] - off[c], d,
-							   first_cluster + c, &cs, &table, params, ms, &out[c]) != 0)
+		int			rc = members_of_cluster(x + off[c] * (int64_t) d, off[c + 1] - off[c], d,
+											first_cluster + c, &cs, &table, params, ms,
+											&out[c]);
+
+		/* a stopped pass returns CV_HEALTH_STOPPED, which is nonzero too */
+		if (cvcuda_stopping())
+			return cvcuda_stopped(err, what);
+		if (rc != 0)
 			return cvcuda_set_error(err, CVCUDA_OUT_OF_MEMORY, 0, "%s: out of host memory",
 									what);
 	}

@@ -118,6 +118,18 @@ row_distance(const CvDistanceKernels *kernels, int metric, const float *query,
 	return cv_cosine_distance_from_parts(kernels->cosine_parts(query, row, d));
 }
 
+/*
+ * Tests make batched launches fail: CLUSTERVEC_CPU_FAIL_SEARCH_ABOVE=n in
+ * the worker's environment fails every search of more than n queries.
+ */
+static bool
+injected_fault(int nq)
+{
+	const char *above = getenv("CLUSTERVEC_CPU_FAIL_SEARCH_ABOVE");
+
+	return above != NULL && *above != '\0' && nq > atoi(above);
+}
+
 static int
 compare_int(const void *a, const void *b)
 {
@@ -201,6 +213,9 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 										  err);
 	if (status != CVCUDA_OK)
 		return status;
+	if (injected_fault(nq))
+		return cvcuda_set_error(err, CVCUDA_INTERNAL, 0,
+								"ivf_search: injected fault (%d queries)", nq);
 	offsets = (const long long *) list_offsets->data;
 	status = cvcuda_check_ivf_offsets(offsets, lists, d, vectors, err);
 	if (status != CVCUDA_OK)
@@ -215,7 +230,7 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 		free(heap);
 		return cvcuda_set_error(err, CVCUDA_OUT_OF_MEMORY, 0, "ivf_search: out of host memory");
 	}
-	for (int q = 0; q < nq; q++)
+	for (int q = 0; q < nq && !cvcuda_stopping(); q++)
 		search_one(kernels, (const float *) centroids->data, lists, d,
 				   (const float *) vectors->data, offsets, metric, queries + (size_t) q * d,
 				   k, probes, ranked, heap, out_position + (size_t) q * k,
@@ -223,5 +238,5 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 				   out_probed == NULL ? NULL : out_probed + (size_t) q * probes);
 	free(ranked);
 	free(heap);
-	return cvcuda_set_ok(err);
+	return cvcuda_stopping() ? cvcuda_stopped(err, "ivf_search") : cvcuda_set_ok(err);
 }

@@ -95,6 +95,24 @@ cvcuda_set_error(CvCudaError *err, CvCudaStatus status, int cuda_code,
 	return status;
 }
 
+/* The stop check of cvcuda_set_stop_check (defined by each library). */
+extern CvCudaStopCheck cvcuda_stop_check;
+extern void *cvcuda_stop_arg;
+
+/* Whether the caller asked the running operation to stop. */
+static inline int
+cvcuda_stopping(void)
+{
+	return cvcuda_stop_check != NULL && cvcuda_stop_check(cvcuda_stop_arg);
+}
+
+/* An operation that stopped for the stop check. */
+static inline CvCudaStatus
+cvcuda_stopped(CvCudaError *err, const char *what)
+{
+	return cvcuda_set_error(err, CVCUDA_STOPPED, 0, "%s: stopped at the caller's request", what);
+}
+
 /* Clears the error record: the call succeeded. */
 static inline CvCudaStatus
 cvcuda_set_ok(CvCudaError *err)

@@ -306,25 +306,35 @@ cvcuda_health_members(const CvCudaBuffer *members, const CvCudaBuffer *offsets,
 		for (int e = 0; e < 3; e++)
 			CVCUDA_TRY(ev[e].create(), what, err);
 		status = health_twomeans_launch(&chunk, &ps.plan, side.get(), &ev[0].timer, err);
+		if (status == CVCUDA_OK && cvcuda_stopping())
+			status = cvcuda_stopped(err, what);
 		if (status != CVCUDA_OK)
 			return status;
 		ms[1] = ev[0].ms();
 		status = timed(&chunk, &ms[2], what, err, [&]() {
 			return health_pairwise_launch(&chunk, side.get(), err);
 		});
+		if (status == CVCUDA_OK && cvcuda_stopping())
+			status = cvcuda_stopped(err, what);
 		if (status != CVCUDA_OK)
 			return status;
 		status = health_neighbour_launch(&chunk, &ps.plan, &s, &ev[1].timer, err);
+		if (status == CVCUDA_OK && cvcuda_stopping())
+			status = cvcuda_stopped(err, what);
 		if (status != CVCUDA_OK)
 			return status;
 		ms[3] = ev[1].ms();
 		status = health_potential_launch(&chunk, &ps.plan, set->k, &ev[2].timer, err);
+		if (status == CVCUDA_OK && cvcuda_stopping())
+			status = cvcuda_stopped(err, what);
 		if (status != CVCUDA_OK)
 			return status;
 		ms[4] = ev[2].ms();
 		status = timed(&chunk, &ms[5], what, err, [&]() {
 			return health_rank_launch(&chunk, err);
 		});
+		if (status == CVCUDA_OK && cvcuda_stopping())
+			status = cvcuda_stopped(err, what);
 		if (status != CVCUDA_OK)
 			return status;
 		for (int f = 1; f < CVCUDA_HEALTH_FAMILIES; f++)

@@ -7,10 +7,8 @@
 // 1. centroid_keys_kernel: every (query, list) centroid distance, exactly
 //    as src/ivf/metric.c ranks lists (l2_squared for L2, the negated
 //    inner_product otherwise; NaN as +inf), computed bit for bit as
-//    src/math does (sixteen float64 lanes, element j in lane j % 16, each
-//    term rounded separately, the fixed fold; the same tiling as
-//    knn_distance.cu), stored as order keys.  Skipped when every list is
-//    probed.
+//    src/math does by lane_tile.cuh's tile, stored as order keys.  Skipped
+//    when every list is probed.
 // 2. probe_select_kernel: one block per query selects the set of its
 //    probes nearest lists by (key, list) with a radix selection (ties to the
 //    lower list).  Only the set matters: the answer is the best k rows of
@@ -43,48 +41,33 @@
 #include <cfloat>
 #include <climits>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 #include <cub/cub.cuh>
 
 #include "common.cuh"
+#include "lane_tile.cuh"
 #include "topk_engine.cuh"
 
 #define SCAN_THREADS 256
-#define GROUP 16				// threads per row: the sixteen float64 lanes
+#define GROUP LANES				// threads per row: the sixteen float64 lanes
 #define GROUPS (SCAN_THREADS / GROUP)
 #define ROWS_PER_GROUP 4		// rows a group measures per round of the float32 pass
 #define SELECT_THREADS 256
 
-// Centroid tile kernel geometry (as knn_distance.cu).
-#define TILE 16
-#define MICRO 4
-#define LANES 16
-#define STAGE 64
-#define TILE_THREADS (TILE / MICRO * TILE / MICRO * LANES)
-
-// Largest query batch of the tile kernel's grid (65535 tiles of 16 in y).
-#define MAX_QUERY_BATCH (65535 * 16)
+// Largest query batch of the tile kernel's grid (65535 tiles in y).
+#define MAX_QUERY_BATCH (65535 * TILE)
 
 // ---------------------------------------------------------------------
 // 1. Centroid keys
 // ---------------------------------------------------------------------
 
-__device__ static void
-stage_slab(double (*slab)[STAGE], const float *__restrict__ matrix, int count,
-		   int first, int dims, int d0)
-{
-	for (int e = threadIdx.x; e < TILE * STAGE; e += TILE_THREADS)
-	{
-		int			i = e / STAGE;
-		int			j = e % STAGE;
-		int			item = first + i;
-		int			d = d0 + j;
-
-		slab[i][j] = (item < count && d < dims) ?
-			(double) matrix[(size_t) item * dims + d] : 0.0;
-	}
-}
+// The lane term of a metric's list ranking: L2's, or the inner product's
+// for the others (src/ivf/metric.c).
+template <int METRIC>
+using CentroidTerm =
+	typename std::conditional<METRIC == CVCUDA_METRIC_L2, LaneL2, LaneIp>::type;
 
 // keys[q * lists + l] = order key of the centroid distance of query q to list l.
 template <int METRIC>
@@ -93,80 +76,19 @@ centroid_keys_kernel(const float *__restrict__ queries, int nq,
 					 const float *__restrict__ centroids, int lists, int dims,
 					 uint64_t *__restrict__ keys)
 {
-	__shared__ double sq[TILE][STAGE];
-	__shared__ double sr[TILE][STAGE];
-	const int	lane = threadIdx.x % LANES;
-	const int	group = threadIdx.x / LANES;
-	const int	gq = group / (TILE / MICRO) * MICRO;
-	const int	gr = group % (TILE / MICRO) * MICRO;
+	__shared__ double sa[TILE][STAGE];
+	__shared__ double sb[TILE][STAGE];
+	const LaneTilePlace at = lane_tile_place();
 	const int	q0 = blockIdx.y * TILE;
 	const int	r0 = blockIdx.x * TILE;
-	double		acc[MICRO][MICRO];
-
-#pragma unroll
-	for (int i = 0; i < MICRO; i++)
-#pragma unroll
-		for (int m = 0; m < MICRO; m++)
-			acc[i][m] = 0.0;
-
-	for (int d0 = 0; d0 < dims; d0 += STAGE)
-	{
-		stage_slab(sq, queries, nq, q0, dims, d0);
-		stage_slab(sr, centroids, lists, r0, dims, d0);
-		__syncthreads();
-#pragma unroll
-		for (int t = 0; t < STAGE / LANES; t++)
-		{
-			const int	j = t * LANES + lane;
-			double		a[MICRO],
-						b[MICRO];
-
-#pragma unroll
-			for (int i = 0; i < MICRO; i++)
-			{
-				a[i] = sq[gq + i][j];
-				b[i] = sr[gr + i][j];
-			}
-#pragma unroll
-			for (int i = 0; i < MICRO; i++)
-#pragma unroll
-				for (int m = 0; m < MICRO; m++)
-				{
-					if (METRIC == CVCUDA_METRIC_L2)
-					{
-						double		d = __dsub_rn(a[i], b[m]);
-
-						acc[i][m] = __dadd_rn(acc[i][m], __dmul_rn(d, d));
-					}
-					else
-						acc[i][m] = __dadd_rn(acc[i][m], __dmul_rn(a[i], b[m]));
-				}
-		}
-		__syncthreads();
-	}
-
-#pragma unroll
-	for (int step = LANES / 2; step >= 1; step /= 2)
-#pragma unroll
-		for (int i = 0; i < MICRO; i++)
-#pragma unroll
-			for (int m = 0; m < MICRO; m++)
-				acc[i][m] = __dadd_rn(acc[i][m],
-									  __shfl_xor_sync(0xffffffffu, acc[i][m], step, LANES));
-
-	double		mine = 0.0;
-
-#pragma unroll
-	for (int p = 0; p < MICRO * MICRO; p++)
-		if (p == lane)
-			mine = acc[p / MICRO][p % MICRO];
-
-	const int	q = q0 + gq + lane / MICRO;
-	const int	r = r0 + gr + lane % MICRO;
+	const double sum = lane_tile_sum<CentroidTerm<METRIC>>(sa, sb, at, queries, nq, q0, centroids,
+															lists, r0, dims);
+	const int	q = lane_pair_a(at, q0);
+	const int	r = lane_pair_b(at, r0);
 
 	if (q < nq && r < lists)
 	{
-		double		v = METRIC == CVCUDA_METRIC_L2 ? mine : -mine;
+		double		v = METRIC == CVCUDA_METRIC_L2 ? sum : -sum;
 
 		if (v != v)
 			v = __longlong_as_double(0x7ff0000000000000LL);
@@ -236,17 +158,6 @@ first_probe_kernel(const int *__restrict__ probe, int probes, int nqb,
 	}
 }
 
-// Folds a float64 lane value across the sixteen threads of a group (the
-// fixed tree, as a butterfly); every thread of the warp must call it.
-__device__ __forceinline__ double
-fold_lanes(double acc)
-{
-#pragma unroll
-	for (int step = GROUP / 2; step >= 1; step /= 2)
-		acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, step, GROUP));
-	return acc;
-}
-
 __device__ __forceinline__ float
 fold_float(float s)
 {
@@ -274,28 +185,24 @@ exact_distance(const float *__restrict__ q, const float *__restrict__ v, int d, 
 			double		y = (double) __ldg(v + j);
 
 			if (METRIC == CVCUDA_METRIC_L2)
-			{
-				double		e = __dsub_rn(x, y);
-
-				a0 = __dadd_rn(a0, __dmul_rn(e, e));
-			}
+				a0 = LaneL2::add(a0, x, y);
 			else
 			{
-				a0 = __dadd_rn(a0, __dmul_rn(x, y));
+				a0 = LaneIp::add(a0, x, y);
 				if (METRIC == CVCUDA_METRIC_COSINE)
 				{
-					a1 = __dadd_rn(a1, __dmul_rn(x, x));
-					a2 = __dadd_rn(a2, __dmul_rn(y, y));
+					a1 = LaneIp::add(a1, x, x);
+					a2 = LaneIp::add(a2, y, y);
 				}
 			}
 		}
-	a0 = fold_lanes(a0);
+	a0 = lane_fold(a0);
 	if (METRIC == CVCUDA_METRIC_L2)
 		return __dsqrt_rn(a0);
 	if (METRIC == CVCUDA_METRIC_IP)
 		return -a0;
-	a1 = fold_lanes(a1);
-	a2 = fold_lanes(a2);
+	a1 = lane_fold(a1);
+	a2 = lane_fold(a2);
 	{
 		double		sim = __ddiv_rn(a0, __dsqrt_rn(__dmul_rn(a1, a2)));
 
@@ -741,6 +648,9 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	for (int q0 = 0; q0 < nq; q0 += nqb_max)
 	{
 		int			nqb = nq - q0 < nqb_max ? nq - q0 : nqb_max;
+
+		if (cvcuda_stopping())
+			return cvcuda_stopped(err, "ivf_search");
 
 		CVCUDA_TRY(cudaMemcpyAsync(b.queries.get(), queries + (size_t) q0 * d,
 								   sizeof(float) * (size_t) nqb * d, cudaMemcpyHostToDevice,

@@ -210,6 +210,7 @@ struct Lloyd
 	int			d;
 	float	   *c;
 	int			k;
+	bool		stopped = false;	// the stop check ended the iterations
 	int			metric;
 	int			mode;
 	cudaStream_t stream;
@@ -426,6 +427,12 @@ iterate(Lloyd &L, int iterations, int32_t *out, double *history, int *iterations
 		bool		moved;
 		int			refilled;
 
+		if (cvcuda_stopping())
+		{
+			L.stopped = true;
+			break;
+		}
+
 		LLOYD_TRY(assign_step(L, cur, t > 0 ? prev : nullptr, &objective, &moved));
 		*inertia = objective;
 		if (history)
@@ -485,6 +492,6 @@ cvcuda_kmeans_lloyd(const CvCudaBuffer *points, long long n, int d, CvCudaBuffer
 		CVCUDA_TRY(iterate(L, iterations, static_cast<int32_t *>(assign->data), inertia_history,
 						   iterations_run, inertia),
 				   "kmeans_lloyd", err);
-		return cvcuda_set_ok(err);
+		return L.stopped ? cvcuda_stopped(err, "kmeans_lloyd") : cvcuda_set_ok(err);
 	});
 }

@@ -1,124 +1,41 @@
 // kmeans_refresh.cu: cvcuda_kmeans_refresh, k-means++ seeding's refresh:
 // dist[i] = min(dist[i], l2_squared(point i, centre j)) over the pending
-// centres, with l2_squared bit for bit src/math's (distance_lanes.h):
-//
-//   sixteen float64 lanes; element j goes to lane j % 16, in index order;
-//   each term d = (double) a - (double) b, then d * d, then lane += d * d,
-//   three separate roundings; then the fold lane i += lane i + 8, + 4, + 2,
-//   + 1.
-//
-// The device code is knn_distance.cu's (same tile, same lanes, same
-// butterfly fold, same zero padding argument; see there), with the sqrt
-// and key dropped: the intrinsics pin every rounding and cuda.mk compiles
-// this file with -fmad=false too.  A block owns 16 points and walks all the
-// centres 16 at a time, keeping each pair-thread's running minimum; the 16
-// minima of a point are then combined in shared memory (a minimum is exact,
-// so the order does not matter) and folded into dist.  Seeds drawn from
-// these values therefore equal the CPU path's.
+// centres, with l2_squared bit for bit src/math's.  The lane arithmetic and
+// its tiling are lane_tile.cuh's (as knn_distance.cu's, without the sqrt);
+// what is this file's own is the minimum: a block owns TILE points and
+// walks all the centres TILE at a time, each pair-thread keeping its
+// running minimum; the TILE minima of a point are then combined in shared
+// memory (a minimum is exact, so the order does not matter) and folded
+// into dist.  Seeds drawn from these values therefore equal the CPU path's.
 #include <cmath>
 
 #include "common.cuh"
 #include "kmeans_args.h"
+#include "lane_tile.cuh"
 
-#define TILE 16					// points and centres per block step
-#define MICRO 4					// points and centres per thread group
-#define LANES 16				// CV_DISTANCE_LANES
-#define STAGE 64				// dimensions staged per step (a multiple of LANES)
-#define THREADS (TILE / MICRO * TILE / MICRO * LANES)
-
-// Widens a TILE x STAGE slab of a row-major float matrix into shared doubles.
-__device__ static void
-stage_slab(double (*slab)[STAGE], const float *__restrict__ matrix, long long count,
-		   long long first, int dims, int d0)
-{
-	for (int e = threadIdx.x; e < TILE * STAGE; e += THREADS)
-	{
-		int			i = e / STAGE;
-		int			j = e % STAGE;
-		long long	item = first + i;
-		int			d = d0 + j;
-
-		slab[i][j] = (item < count && d < dims) ?
-			(double) matrix[(size_t) item * dims + d] : 0.0;
-	}
-}
-
-__global__ static void __launch_bounds__(THREADS)
+__global__ static void __launch_bounds__(TILE_THREADS)
 kmeans_refresh_kernel(const float *__restrict__ points, long long n,
 					  const float *__restrict__ centres, int count, int dims,
 					  double *__restrict__ dist)
 {
-	__shared__ double sp[TILE][STAGE];
-	__shared__ double sc[TILE][STAGE];
+	__shared__ double sa[TILE][STAGE];
+	__shared__ double sb[TILE][STAGE];
 	__shared__ double smin[TILE][TILE];
-	const int	lane = threadIdx.x % LANES;
-	const int	group = threadIdx.x / LANES;
-	const int	gp = group / (TILE / MICRO) * MICRO;	// first point of the micro-tile
-	const int	gc = group % (TILE / MICRO) * MICRO;	// first centre of the micro-tile
+	const LaneTilePlace at = lane_tile_place();
 	const long long p0 = (long long) blockIdx.x * TILE;
 	double		best = INFINITY;
 
 	for (int c0 = 0; c0 < count; c0 += TILE)
 	{
-		double		acc[MICRO][MICRO];
+		double		sum = lane_tile_sum<LaneL2, long long>(sa, sb, at, points, n, p0, centres,
+														   count, c0, dims);
 
-#pragma unroll
-		for (int i = 0; i < MICRO; i++)
-#pragma unroll
-			for (int m = 0; m < MICRO; m++)
-				acc[i][m] = 0.0;
-		for (int d0 = 0; d0 < dims; d0 += STAGE)
-		{
-			stage_slab(sp, points, n, p0, dims, d0);
-			stage_slab(sc, centres, count, c0, dims, d0);
-			__syncthreads();
-#pragma unroll
-			for (int t = 0; t < STAGE / LANES; t++)
-			{
-				const int	j = t * LANES + lane;	// element d0 + j, lane j % 16
-				double		a[MICRO],
-							b[MICRO];
-
-#pragma unroll
-				for (int i = 0; i < MICRO; i++)
-				{
-					a[i] = sp[gp + i][j];
-					b[i] = sc[gc + i][j];
-				}
-#pragma unroll
-				for (int i = 0; i < MICRO; i++)
-#pragma unroll
-					for (int m = 0; m < MICRO; m++)
-					{
-						double		d = __dsub_rn(a[i], b[m]);
-
-						acc[i][m] = __dadd_rn(acc[i][m], __dmul_rn(d, d));
-					}
-			}
-			__syncthreads();
-		}
-#pragma unroll
-		for (int step = LANES / 2; step >= 1; step /= 2)
-#pragma unroll
-			for (int i = 0; i < MICRO; i++)
-#pragma unroll
-				for (int m = 0; m < MICRO; m++)
-					acc[i][m] = __dadd_rn(acc[i][m],
-										  __shfl_xor_sync(0xffffffffu, acc[i][m], step, LANES));
-
-		// thread 'lane' of the group keeps pair 'lane': point gp + lane / 4, centre gc + lane % 4
-		double		mine = INFINITY;
-
-#pragma unroll
-		for (int p = 0; p < MICRO * MICRO; p++)
-			if (p == lane)
-				mine = acc[p / MICRO][p % MICRO];
-		if (c0 + gc + lane % MICRO < count && mine < best)
-			best = mine;
+		if (lane_pair_b(at, c0) < count && sum < best)
+			best = sum;
 	}
 
-	// point gp + lane / 4 has 16 minima: 4 lanes x 4 centre groups
-	smin[gp + lane / MICRO][(gc / MICRO) * MICRO + lane % MICRO] = best;
+	// each point has TILE minima, one per centre column of the tile
+	smin[lane_pair_a(at, 0)][lane_pair_b(at, 0)] = best;
 	__syncthreads();
 	if (threadIdx.x < TILE && p0 + threadIdx.x < n)
 	{
@@ -151,7 +68,7 @@ cvcuda_kmeans_refresh(const CvCudaBuffer *points, long long n, int d, const floa
 		CVCUDA_TRY(cudaMemcpyAsync(d_centres.get(), centres, sizeof(float) * (size_t) count * d,
 								   cudaMemcpyHostToDevice, stream),
 				   "kmeans_refresh: copy centres", err);
-		kmeans_refresh_kernel<<<(unsigned) ((n + TILE - 1) / TILE), THREADS, 0, stream>>>(
+		kmeans_refresh_kernel<<<(unsigned) ((n + TILE - 1) / TILE), TILE_THREADS, 0, stream>>>(
 			static_cast<const float *>(points->data), n, d_centres.get(), count, d,
 			static_cast<double *>(dist->data));
 		CVCUDA_TRY(cvcuda_check_launch(stream), "kmeans_refresh: launch", err);

@@ -45,7 +45,8 @@ typedef enum CvCudaStatus
 	CVCUDA_INVALID_ARGUMENT = 2,	/* the request was wrong, the device is fine */
 	CVCUDA_OUT_OF_MEMORY = 3,
 	CVCUDA_STICKY_ERROR = 4,	/* the context is lost: the worker must exit */
-	CVCUDA_INTERNAL = 5
+	CVCUDA_INTERNAL = 5,
+	CVCUDA_STOPPED = 6			/* the stop check asked the operation to stop */
 } CvCudaStatus;
 
 typedef struct CvCudaError
@@ -54,6 +55,18 @@ typedef struct CvCudaError
 	int			cuda_code;		/* cudaError_t, 0 when none */
 	char		message[CVCUDA_ERROR_LEN];
 } CvCudaError;
+
+/*
+ * A long operation calls the stop check between its bounded steps (the
+ * CUDA library: between the kernel launches of one chunk, batches of
+ * queries, Lloyd iterations; the CPU library: between clusters, queries)
+ * and returns CVCUDA_STOPPED at once when it answers nonzero, leaving its
+ * outputs unspecified.  The worker points it at "the request's owner gave
+ * up, or the worker must exit", so a cancelled request stops in the worker
+ * too.  NULL (the default): never stop.
+ */
+typedef int (*CvCudaStopCheck) (void *arg);
+void		cvcuda_set_stop_check(CvCudaStopCheck check, void *arg);
 
 typedef struct CvCudaDeviceInfo
 {

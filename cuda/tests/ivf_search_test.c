@@ -32,8 +32,11 @@ typedef CvCudaStatus (*SearchFn) (const CvCudaBuffer *, int, int, const CvCudaBu
 								  const CvCudaBuffer *, int, const float *, int, int, int,
 								  long long *, double *, int *, CvCudaError *);
 
+typedef void (*StopFn) (CvCudaStopCheck, void *);
+
 typedef struct Library
 {
+	StopFn		set_stop_check;
 	InitFn		init;
 	AllocFn		alloc;
 	FreeFn		free;
@@ -532,6 +535,41 @@ run_argument_checks(const Library *lib)
 	lib->free(b3);
 }
 
+static int
+always_stop(void *arg)
+{
+	(*(int *) arg)++;
+	return 1;
+}
+
+/* A stop check that answers "stop" ends a search with CVCUDA_STOPPED; none lets it run. */
+static void
+run_stop_check(const Library *lib)
+{
+	float		cent[2 * 4] = {0, 0, 0, 0, 1, 1, 1, 1};
+	float		vec[3 * 4] = {0, 0, 0, 1, 1, 1, 1, 0, 2, 2, 2, 2};
+	long long	off[3] = {0, 2, 3};
+	float		q[4] = {1, 1, 1, 1};
+	long long	ix[2];
+	double		dx[2];
+	int			calls = 0;
+	CvCudaError err;
+	CvCudaBuffer *bc = upload(lib, cent, sizeof(cent));
+	CvCudaBuffer *bv = upload(lib, vec, sizeof(vec));
+	CvCudaBuffer *bo = upload(lib, off, sizeof(off));
+
+	lib->set_stop_check(always_stop, &calls);
+	check(lib->search(bc, 2, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 1, ix, dx, NULL, &err) ==
+		  CVCUDA_STOPPED && err.status == CVCUDA_STOPPED && calls > 0,
+		  "a stop check answering stop stops the search (%d calls)", calls);
+	lib->set_stop_check(NULL, NULL);
+	check(lib->search(bc, 2, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 1, ix, dx, NULL, &err) ==
+		  CVCUDA_OK && ix[0] == 2, "without a stop check it runs (nearest row %lld)", ix[0]);
+	lib->free(bc);
+	lib->free(bv);
+	lib->free(bo);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -544,6 +582,7 @@ main(int argc, char **argv)
 		{"cvcuda_buffer_free", &lib.free},
 		{"cvcuda_buffer_write", &lib.write},
 		{"cvcuda_ivf_search", &lib.search},
+		{"cvcuda_set_stop_check", &lib.set_stop_check},
 	};
 	uint64_t	seed = args.seed;
 
@@ -552,6 +591,7 @@ main(int argc, char **argv)
 	harness_init_device(&args, lib.init, &info, "tests");
 	printf("device: %s\n", info.name);
 	run_argument_checks(&lib);
+	run_stop_check(&lib);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		for (int metric = CV_METRIC_L2; metric <= CV_METRIC_COSINE; metric++)
 			run_case(&lib, &cases[i], metric, seed + i * 3 + metric);

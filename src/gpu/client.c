@@ -9,6 +9,7 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/timestamp.h"
 #include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -115,7 +116,10 @@ abandon_all_on_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unuse
 		if (slot->owner_procno != MyProc->pgprocno || slot->state == CV_SLOT_FREE)
 			continue;
 		if (slot->state == CV_SLOT_RUNNING)
+		{
 			slot->state = CV_SLOT_ABANDONED;
+			slot->abandoned_at = GetCurrentTimestamp();
+		}
 		else if (slot->state != CV_SLOT_ABANDONED)
 		{
 			if (slot->staging >= 0)
@@ -186,13 +190,49 @@ claim(CvGpuRequest *request, int opcode, bool with_payload, dsm_handle *handle)
 	return claimed;
 }
 
+/* Whether a bounded request has waited past its bound. */
+static bool
+waited_too_long(const CvGpuRequest *request)
+{
+	return request->max_wait_ms > 0 &&
+		TimestampDifferenceExceeds(request->since, GetCurrentTimestamp(), request->max_wait_ms);
+}
+
+static bool
+give_up_busy(CvGpuRequest *request, CvGpuError *error)
+{
+	request->slot = -1;
+	pg_atomic_fetch_add_u64(&cv_gpu_shared->busy_fallbacks, 1);
+	cv_gpu_set_error(error, CV_GPU_ERR_BUSY,
+					 "the GPU worker stayed busy longer than clustervec.gpu_max_wait");
+	return false;
+}
+
+static bool begin(CvGpuRequest *request, int opcode, bool with_payload, int max_wait_ms,
+				  CvGpuError *error);
+
+bool
+cv_gpu_begin_search(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *error)
+{
+	return begin(request, opcode, with_payload,
+				 cv_gpu_mode == CV_GPU_AUTO ? cv_gpu_max_wait_ms : 0, error);
+}
+
+bool
+cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *error)
+{
+	return begin(request, opcode, with_payload, 0, error);
+}
+
 /*
  * Borrows a slot (and a staging buffer when with_payload), waiting while
  * all are busy; request->payload points at the buffer.  False when the
- * worker went away meanwhile (the caller falls back or raises).
+ * worker went away meanwhile (the caller falls back or raises), or a
+ * bounded request waited too long.
  */
-bool
-cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *error)
+static bool
+begin(CvGpuRequest *request, int opcode, bool with_payload, int max_wait_ms,
+	  CvGpuError *error)
 {
 	dsm_handle	handle;
 
@@ -201,8 +241,12 @@ cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload, CvGpuError *e
 		before_shmem_exit(abandon_all_on_exit, (Datum) 0);
 		exit_hook_installed = true;
 	}
+	request->max_wait_ms = max_wait_ms;
+	request->since = GetCurrentTimestamp();
 	while (!claim(request, opcode, with_payload, &handle))
 	{
+		if (waited_too_long(request))
+			return give_up_busy(request, error);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -244,7 +288,11 @@ cv_gpu_end(CvGpuRequest *request)
 	slot = &cv_gpu_shared->slots[request->slot];
 	SpinLockAcquire(&cv_gpu_shared->mutex);
 	if (slot->state == CV_SLOT_RUNNING)
+	{
+		/* the worker stops it at its next step (cvcuda_set_stop_check) */
 		slot->state = CV_SLOT_ABANDONED;
+		slot->abandoned_at = GetCurrentTimestamp();
+	}
 	else if (slot->state != CV_SLOT_FREE && slot->state != CV_SLOT_ABANDONED)
 	{
 		if (slot->staging >= 0)
@@ -269,7 +317,30 @@ poll_slot(const CvGpuSlot *slot, uint64 generation, bool *worker_gone)
 	return state;
 }
 
-/* Waits for the answer; an ERROR (cancel, timeout) abandons the request on the way out. */
+/* Takes back a request the worker has not started; false when it has. */
+static bool
+withdraw(CvGpuRequest *request)
+{
+	CvGpuSlot  *slot = &cv_gpu_shared->slots[request->slot];
+	bool		withdrawn = false;
+
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	if (slot->state == CV_SLOT_SUBMITTED)
+	{
+		if (slot->staging >= 0)
+			cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
+		slot->state = CV_SLOT_FREE;
+		withdrawn = true;
+	}
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	return withdrawn;
+}
+
+/*
+ * Waits for the answer; an ERROR (cancel, timeout) abandons the request on
+ * the way out.  A bounded request still queued past its bound is taken
+ * back (*error: CV_GPU_ERR_BUSY, request->slot -1).
+ */
 static void
 wait_for_answer(CvGpuRequest *request, uint64 generation, CvGpuError *error)
 {
@@ -280,10 +351,16 @@ wait_for_answer(CvGpuRequest *request, uint64 generation, CvGpuError *error)
 		for (;;)
 		{
 			bool		gone;
+			CvGpuSlotState state = poll_slot(slot, generation, &gone);
 
-			if (poll_slot(slot, generation, &gone) == CV_SLOT_DONE)
+			if (state == CV_SLOT_DONE)
 			{
 				*error = slot->error;
+				break;
+			}
+			if (state == CV_SLOT_SUBMITTED && waited_too_long(request) && withdraw(request))
+			{
+				(void) give_up_busy(request, error);
 				break;
 			}
 			if (gone && poll_slot(slot, generation, &gone) != CV_SLOT_DONE)
@@ -292,8 +369,10 @@ wait_for_answer(CvGpuRequest *request, uint64 generation, CvGpuError *error)
 								 "the clustervec GPU worker is gone");
 				break;
 			}
+			/* a bounded request in the queue looks again every millisecond */
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 WAIT_POLL_MS, PG_WAIT_EXTENSION);
+							 request->max_wait_ms > 0 && state == CV_SLOT_SUBMITTED ?
+							 1 : WAIT_POLL_MS, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -324,6 +403,7 @@ cv_gpu_run(CvGpuRequest *request, const int64 *args, int nargs, Size payload_byt
 	for (int i = 0; i < nargs; i++)
 		slot->args[i] = args[i];
 	slot->payload_bytes = payload_bytes;
+	slot->submitted_at = GetCurrentTimestamp();
 	slot->state = CV_SLOT_SUBMITTED;
 	generation = cv_gpu_shared->worker_generation;
 	worker = cv_gpu_shared->worker_procno;
@@ -331,7 +411,7 @@ cv_gpu_run(CvGpuRequest *request, const int64 *args, int nargs, Size payload_byt
 	if (worker >= 0)
 		SetLatch(&ProcGlobal->allProcs[worker].procLatch);
 	wait_for_answer(request, generation, error);
-	if (elapsed_us)
+	if (elapsed_us && request->slot >= 0)
 		*elapsed_us = slot->elapsed_us;
 	if (error->code == 0)
 		pg_atomic_fetch_add_u64(&cv_gpu_shared->gpu_requests, 1);

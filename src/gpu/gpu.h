@@ -33,6 +33,7 @@
 #define CV_GPU_REQUIRE 2
 
 extern int	cv_gpu_mode;
+extern int	cv_gpu_max_wait_ms;	/* clustervec.gpu_max_wait */
 
 /* From _PG_init: the settings (sql.c), the worker and its shared memory (worker/shmem.c). */
 extern void cv_gpu_define_settings(void);

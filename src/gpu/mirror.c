@@ -139,6 +139,32 @@ same_mirror(const CvGpuMirrorKey *a, const CvGpuMirrorKey *b)
 		a->generation == b->generation && a->lists == b->lists && a->rows == b->rows;
 }
 
+/* Asks the worker for a mirror's layout, within the searches' wait bound. */
+static bool
+send_layout_request(int mirror, const CvGpuMirrorKey *key, char *block, Size bytes,
+					CvGpuError *error)
+{
+	CvGpuRequest request;
+	int64		args[1] = {mirror};
+	volatile bool ok = false;
+
+	if (!cv_gpu_begin_search(&request, CV_OP_MIRROR_LAYOUT, true, error))
+		return false;
+	PG_TRY();
+	{
+		memcpy(request.payload, key, sizeof(*key));
+		ok = cv_gpu_run(&request, args, 1, sizeof(*key), error, NULL);
+		if (ok)
+			memcpy(block, request.payload, bytes);
+	}
+	PG_FINALLY();
+	{
+		cv_gpu_end(&request);
+	}
+	PG_END_TRY();
+	return ok;
+}
+
 /* Fetches a mirror's layout into a cache entry (replacing the oldest). */
 static MirrorLayout *
 fetch_layout(int mirror, const CvGpuMirrorKey *key, CvGpuError *error)
@@ -147,10 +173,8 @@ fetch_layout(int mirror, const CvGpuMirrorKey *key, CvGpuError *error)
 	Size		offsets_at = MAXALIGN(sizeof(int64) * key->lists);
 	Size		bytes = offsets_at + sizeof(int64) * (key->lists + 1);
 	char	   *block = MemoryContextAlloc(TopMemoryContext, bytes);
-	int64		args[1] = {mirror};
 
-	if (!cv_gpu_request(CV_OP_MIRROR_LAYOUT, true, args, 1, sizeof(*key), key, block, bytes,
-						NULL, error))
+	if (!send_layout_request(mirror, key, block, bytes, error))
 	{
 		pfree(block);
 		return NULL;
@@ -212,7 +236,7 @@ send_search(const CvGpuSearchArgs *args, const CvGpuSearchLayout *at, const floa
 	CvGpuRequest request;
 	volatile bool ok = false;
 
-	if (!cv_gpu_begin(&request, CV_OP_MIRROR_SEARCH, true, error))
+	if (!cv_gpu_begin_search(&request, CV_OP_MIRROR_SEARCH, true, error))
 		return false;
 	PG_TRY();
 	{

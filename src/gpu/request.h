@@ -17,6 +17,8 @@ typedef struct CvGpuRequest
 	int			staging;		/* -1 without payload */
 	char	   *payload;		/* the staging buffer, mapped here */
 	Size		capacity;
+	int			max_wait_ms;	/* >0: give up when not taken by then (CV_GPU_ERR_BUSY) */
+	TimestampTz since;			/* when the wait for a slot began */
 } CvGpuRequest;
 
 /*
@@ -27,6 +29,14 @@ typedef struct CvGpuRequest
  */
 extern bool cv_gpu_begin(CvGpuRequest *request, int opcode, bool with_payload,
 						 CvGpuError *error);
+
+/*
+ * The same for a search: under clustervec.gpu = auto it gives up with
+ * CV_GPU_ERR_BUSY (the caller runs on the CPU) when the worker has not
+ * taken the request within clustervec.gpu_max_wait, from now on.
+ */
+extern bool cv_gpu_begin_search(CvGpuRequest *request, int opcode, bool with_payload,
+								CvGpuError *error);
 extern bool cv_gpu_run(CvGpuRequest *request, const int64 *args, int nargs,
 					   Size payload_bytes, CvGpuError *error, double *elapsed_us);
 

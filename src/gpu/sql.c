@@ -18,6 +18,7 @@ PG_FUNCTION_INFO_V1(clustervec_gpu_info);
 PG_FUNCTION_INFO_V1(clustervec_gpu_ping);
 
 int			cv_gpu_mode = CV_GPU_AUTO;
+int			cv_gpu_max_wait_ms = 5;
 int			cv_gpu_device = 0;
 int			cv_gpu_memory_limit_mb = 0;
 char	   *cv_gpu_library = NULL;
@@ -36,6 +37,11 @@ cv_gpu_define_settings(void)
 							 "Whether work goes to the GPU worker: off, auto (when it is ready), require.",
 							 NULL, &cv_gpu_mode, CV_GPU_AUTO, gpu_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("clustervec.gpu_max_wait",
+							"Longest a search waits for the GPU worker before it runs on the CPU (auto only).",
+							"0 waits as long as it takes.",
+							&cv_gpu_max_wait_ms, 5, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("clustervec.gpu_memory_limit",
 							"Device memory the GPU worker may use (0: 90% of the device).",
 							NULL, &cv_gpu_memory_limit_mb, 0, 0, INT_MAX,
@@ -87,13 +93,32 @@ count_mirrors(const CvGpuShared *copy, int32 *count, int64 *bytes)
 		}
 }
 
+/* Launches, the requests they answered, queue time, busy fallbacks, stopped requests. */
+static void
+put_batching_counters(Datum *values, bool *nulls)
+{
+	uint64		launches = pg_atomic_read_u64(&cv_gpu_shared->search_launches);
+	uint64		requests = pg_atomic_read_u64(&cv_gpu_shared->search_requests);
+	uint64		waited_us = pg_atomic_read_u64(&cv_gpu_shared->queue_wait_us);
+	uint64		stopped = pg_atomic_read_u64(&cv_gpu_shared->stopped_requests);
+
+	values[0] = Int64GetDatum((int64) launches);
+	values[1] = Int64GetDatum((int64) requests);
+	values[2] = Float8GetDatum(requests > 0 ? (double) waited_us / requests / 1000.0 : 0.0);
+	nulls[2] = requests == 0;
+	values[3] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->busy_fallbacks));
+	values[4] = Int64GetDatum((int64) stopped);
+	values[5] = Float8GetDatum(pg_atomic_read_u64(&cv_gpu_shared->last_stop_us) / 1000.0);
+	nulls[5] = stopped == 0;
+}
+
 /* One row: worker state, device, memory, buffers and what the GPU served. */
 Datum
 clustervec_gpu_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum		values[22];
+	bool		nulls[22] = {0};
 	CvGpuShared copy;
 	int32		mirrors;
 	int64		mirror_bytes;
@@ -105,7 +130,7 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 		values[0] = CStringGetTextDatum("none");
 		values[1] = CStringGetTextDatum("none");
 		values[2] = CStringGetTextDatum("clustervec is not in shared_preload_libraries, so there is no GPU worker; everything runs on the CPU");
-		for (int i = 3; i < 16; i++)
+		for (int i = 3; i < 22; i++)
 			nulls[i] = true;
 		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 	}
@@ -134,6 +159,7 @@ clustervec_gpu_info(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->health_gpu_calls));
 	values[14] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->build_gpu_calls));
 	values[15] = Int64GetDatum((int64) pg_atomic_read_u64(&cv_gpu_shared->search_gpu_calls));
+	put_batching_counters(values + 16, nulls + 16);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
@@ -142,7 +168,7 @@ Datum
 clustervec_gpu_ping(PG_FUNCTION_ARGS)
 {
 	int32		bytes = PG_GETARG_INT32(0);
-	CvGpuRequest request = {-1, -1, NULL, 0};
+	CvGpuRequest request = {0};
 	CvGpuError	error;
 	instr_time	start,
 				duration;

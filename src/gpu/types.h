@@ -26,6 +26,7 @@ typedef struct CvGpuError
 #define CV_GPU_ERR_BAD_REQUEST 101
 #define CV_GPU_ERR_NO_BUFFER 102	/* a buffer id the worker does not hold */
 #define CV_GPU_ERR_MEMORY_LIMIT 103 /* clustervec.gpu_memory_limit reached */
+#define CV_GPU_ERR_BUSY 104			/* queued past clustervec.gpu_max_wait */
 
 /* What identifies an index's mirror, and its shape. */
 typedef struct CvGpuMirrorKey

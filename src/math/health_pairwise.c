@@ -734,7 +734,7 @@ run_pass(Pairwise *pw, int pass, void *acc)
 		int64_t		j0;
 
 		pack_block_i(pw, i0, rows_i, mr, pad_i, pw->pack_i);
-		for (j0 = i0 + 1; j0 < pw->n; j0 += TILE_J)
+		for (j0 = i0 + 1; j0 < pw->n && !pw->stopped; j0 += TILE_J)
 		{
 			int			rows_j = (int) (pw->n - j0 < TILE_J ? pw->n - j0 : TILE_J);
 			int			pad_j = (rows_j + nr - 1) / nr * nr;
@@ -742,8 +742,10 @@ run_pass(Pairwise *pw, int pass, void *acc)
 			pack_block_j(pw, j0, rows_j, pad_j, pw->pack_j);
 			gram_tile(pw, i0, pad_i, j0, rows_j);
 			consume_tile(pw, pass, acc, i0, rows_i, j0, rows_j);
+			/* every 64 tiles (at most 384 x 3,072 pairs): a bounded wait for a cancel */
+			if ((j0 - i0 - 1) / TILE_J % 64 == 63 && cv_health_should_stop())
+				pw->stopped = true;
 		}
-		/* a block of rows against all later ones: a bounded wait for a cancel */
 		if (cv_health_should_stop())
 			pw->stopped = true;
 	}

@@ -40,9 +40,14 @@ typedef struct CudaLibrary
 	CvCudaStatus (*ivf_search) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								const CvCudaBuffer *, int, const float *, int, int, int,
 								long long *, double *, int *, CvCudaError *);
+	void		(*set_stop_check) (CvCudaStopCheck, void *);
 } CudaLibrary;
 
 extern CudaLibrary cv_cuda;
+
+/* worker.c: a slot's staging buffer (NULL: none), and running one request */
+extern char *cv_worker_payload(const CvGpuSlot *slot);
+extern CvCudaStatus cv_worker_execute(CvGpuSlot *slot);
 
 /* buffers.c: the worker's device buffers and the operations over them */
 extern bool cv_worker_handles(int opcode);
@@ -59,6 +64,16 @@ extern bool cv_worker_handles_mirror(int opcode);
 extern CvCudaStatus cv_worker_execute_mirror_op(CvGpuSlot *slot, char *payload,
 												CvCudaError *err, const char **bad);
 extern bool cv_worker_make_room(Size bytes);
+
+/*
+ * Batched searches: marks RUNNING the submitted searches that can share
+ * one launch with the one in slot `lead` (same mirror and probes), at most
+ * max of them, writing their slot numbers to `joined`; returns how many.
+ * Then cv_worker_search_batch answers every slot of the batch (the lead
+ * first), each with its own status in its error record.
+ */
+extern int	cv_worker_join_searches(int lead, int *joined, int max);
+extern CvCudaStatus cv_worker_search_batch(const int *slots, int count);
 extern void cv_worker_sweep_mirrors(void);
 extern void cv_worker_free_all_mirrors(void);
 

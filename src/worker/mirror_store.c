@@ -407,6 +407,205 @@ mirror_layout(CvGpuSlot *slot, char *payload, const char **bad)
 	return CVCUDA_OK;
 }
 
+/* The most queries one batched launch carries. */
+#define BATCH_MAX_QUERIES 65536
+
+/* A submitted slot's search arguments; false when it is no well-formed search. */
+static bool
+search_args_of(const CvGpuSlot *slot, CvGpuSearchArgs *args)
+{
+	const char *payload = cv_worker_payload(slot);
+
+	if (slot->opcode != CV_OP_MIRROR_SEARCH || payload == NULL ||
+		slot->payload_bytes < sizeof(*args))
+		return false;
+	memcpy(args, payload, sizeof(*args));
+	return true;
+}
+
+int
+cv_worker_join_searches(int lead, int *joined, int max)
+{
+	CvGpuSearchArgs lead_args,
+				args;
+	int64		queries;
+	int			count = 0;
+
+	if (!search_args_of(&cv_gpu_shared->slots[lead], &lead_args) || lead_args.nq < 1)
+		return 0;
+	queries = lead_args.nq;
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	for (int i = 0; i < CV_GPU_SLOTS && count < max; i++)
+	{
+		CvGpuSlot  *slot = &cv_gpu_shared->slots[i];
+
+		if (i == lead || slot->state != CV_SLOT_SUBMITTED ||
+			slot->generation != cv_gpu_shared->worker_generation ||
+			!search_args_of(slot, &args) || args.mirror != lead_args.mirror ||
+			args.probes != lead_args.probes || !same_key(&args.key, &lead_args.key) ||
+			args.nq < 1 || queries + args.nq > BATCH_MAX_QUERIES)
+			continue;
+		slot->state = CV_SLOT_RUNNING;
+		joined[count++] = i;
+		queries += args.nq;
+	}
+	SpinLockRelease(&cv_gpu_shared->mutex);
+	return count;
+}
+
+/* One slot's share of a batched launch. */
+typedef struct BatchPart
+{
+	CvGpuSlot  *slot;
+	CvGpuSearchArgs args;
+	CvGpuSearchLayout layout;
+	int64		first;			/* its first query in the batch */
+	bool		valid;
+} BatchPart;
+
+static void
+fail_slot(CvGpuSlot *slot, int code, const char *message)
+{
+	slot->error.code = code;
+	strlcpy(slot->error.message, message, CV_GPU_ERROR_LEN);
+}
+
+/* Checks a joined slot as mirror_search checks one; false (its error set) when it is bad. */
+static bool
+check_part(BatchPart *part)
+{
+	const char *bad = NULL;
+	CvGpuMirrorInfo *info;
+
+	search_args_of(part->slot, &part->args);
+	info = keyed_mirror(part->slot, part->args.mirror, &part->args.key, &bad);
+	if (info != NULL)
+	{
+		cv_search_layout(part->args.nq, info->key.dimensions, part->args.k, part->args.probes,
+						 &part->layout);
+		if (part->args.k < 1 || part->args.probes < 1 || part->args.probes > info->key.lists ||
+			part->slot->payload_bytes != part->layout.queries +
+			sizeof(float) * (Size) part->args.nq * info->key.dimensions ||
+			part->layout.total > CV_GPU_STAGING_BYTES)
+			bad = "search request of an invalid size";
+	}
+	if (bad != NULL)
+		fail_slot(part->slot, CV_GPU_ERR_BAD_REQUEST, bad);
+	return bad == NULL;
+}
+
+/* Writes one slot's share of the batch's answer into its staging buffer. */
+static void
+scatter(const BatchPart *part, const WorkerMirror *w, int64 rows, int k_max,
+		const long long *positions, const double *distances, const int *probed)
+{
+	char	   *payload = cv_worker_payload(part->slot);
+	int64	   *tids = (int64 *) (payload + part->layout.tids);
+	double	   *dist = (double *) (payload + part->layout.distances);
+	int32	   *lists = (int32 *) (payload + part->layout.probed);
+	int			k = part->args.k;
+
+	for (int64 q = 0; q < part->args.nq; q++)
+	{
+		const long long *pos = positions + (part->first + q) * k_max;
+
+		/* the first k of the best k_max, in the same order: the best k */
+		for (int r = 0; r < k; r++)
+		{
+			tids[q * k + r] = pos[r] >= 0 && pos[r] < rows ? w->tids[pos[r]] : -1;
+			dist[q * k + r] = distances[(part->first + q) * k_max + r];
+		}
+	}
+	memcpy(lists, probed + part->first * part->args.probes,
+		   sizeof(int32) * (Size) part->args.nq * part->args.probes);
+	fail_slot(part->slot, 0, "");
+}
+
+/* The counters of clustervec_gpu_info: one launch, its requests and their queue time. */
+static void
+count_launch(const int *slots, int count)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	uint64		waited = 0;
+
+	for (int i = 0; i < count; i++)
+		waited += (uint64) Max(0, now - cv_gpu_shared->slots[slots[i]].submitted_at);
+	pg_atomic_fetch_add_u64(&cv_gpu_shared->search_launches, 1);
+	pg_atomic_fetch_add_u64(&cv_gpu_shared->search_requests, count);
+	pg_atomic_fetch_add_u64(&cv_gpu_shared->queue_wait_us, waited);
+}
+
+/* Runs a checked batch in one launch (over the mirror of parts[valid]); each valid slot gets the status. */
+static CvCudaStatus
+launch_batch(BatchPart *parts, int count, int valid, int64 total, int k_max)
+{
+	const CvGpuMirrorInfo *info = &cv_gpu_shared->mirrors[parts[valid].args.mirror];
+	const WorkerMirror *w = &mirrors[parts[valid].args.mirror];
+	int			d = info->key.dimensions;
+	int			probes = parts[valid].args.probes;
+	float	   *queries = palloc_extended(sizeof(float) * total * d, MCXT_ALLOC_HUGE);
+	long long  *positions = palloc_extended(sizeof(long long) * total * k_max, MCXT_ALLOC_HUGE);
+	double	   *distances = palloc_extended(sizeof(double) * total * k_max, MCXT_ALLOC_HUGE);
+	int		   *probed = palloc_extended(sizeof(int) * total * probes, MCXT_ALLOC_HUGE);
+	CvCudaError err = {0};
+	CvCudaStatus status;
+
+	for (int i = 0; i < count; i++)
+		if (parts[i].valid)
+			memcpy(queries + parts[i].first * d, cv_worker_payload(parts[i].slot) +
+				   parts[i].layout.queries, sizeof(float) * parts[i].args.nq * d);
+	status = cv_cuda.ivf_search(w->centroids, info->key.lists, d, w->vectors, w->offsets,
+								info->key.metric, queries, (int) total, k_max, probes,
+								positions, distances, probed, &err);
+	for (int i = 0; i < count; i++)
+		if (parts[i].valid && status == CVCUDA_OK)
+			scatter(&parts[i], w, info->key.rows, k_max, positions, distances, probed);
+		else if (parts[i].valid)
+			fail_slot(parts[i].slot, status, err.message);
+	pfree(queries);
+	pfree(positions);
+	pfree(distances);
+	pfree(probed);
+	return status;
+}
+
+CvCudaStatus
+cv_worker_search_batch(const int *slots, int count)
+{
+	BatchPart  *parts;
+	int64		total = 0;
+	int			k_max = 0;
+	int			valid = -1;
+	CvCudaStatus status = CVCUDA_OK;
+
+	count_launch(slots, count);
+	if (count == 1)
+		return cv_worker_execute(&cv_gpu_shared->slots[slots[0]]);	/* answered in place */
+	parts = palloc0(sizeof(BatchPart) * count);
+	for (int i = 0; i < count; i++)
+	{
+		parts[i].slot = &cv_gpu_shared->slots[slots[i]];
+		parts[i].valid = check_part(&parts[i]);
+		if (!parts[i].valid)
+			continue;
+		if (valid < 0)
+			valid = i;
+		parts[i].first = total;
+		total += parts[i].args.nq;
+		k_max = Max(k_max, parts[i].args.k);
+	}
+	if (valid >= 0)
+		status = launch_batch(parts, count, valid, total, k_max);
+	if (valid >= 0 && status == CVCUDA_OK)
+	{
+		SpinLockAcquire(&cv_gpu_shared->mutex);
+		cv_gpu_shared->mirrors[parts[valid].args.mirror].last_used = GetCurrentTimestamp();
+		SpinLockRelease(&cv_gpu_shared->mutex);
+	}
+	pfree(parts);
+	return status;
+}
+
 bool
 cv_worker_handles_mirror(int opcode)
 {

@@ -165,6 +165,8 @@ typedef struct CvGpuSlot
 	int			owner_pid;		/* the owner's pid, for the buffers it allocates */
 	Size		payload_bytes;
 	double		elapsed_us;		/* the worker's time on the request */
+	TimestampTz submitted_at;	/* when the owner submitted it */
+	TimestampTz abandoned_at;	/* when the owner gave up on it while it ran */
 	CvGpuError	error;
 } CvGpuSlot;
 
@@ -191,6 +193,12 @@ typedef struct CvGpuShared
 	pg_atomic_uint64 health_gpu_calls;	/* cluster_health calls the GPU served */
 	pg_atomic_uint64 build_gpu_calls;	/* index builds whose k-means ran on the GPU */
 	pg_atomic_uint64 search_gpu_calls;	/* index scans and cvsearch calls the GPU served */
+	pg_atomic_uint64 search_launches;	/* library searches the worker ran */
+	pg_atomic_uint64 search_requests;	/* search requests those launches answered */
+	pg_atomic_uint64 queue_wait_us; /* search requests' time from submission to launch */
+	pg_atomic_uint64 busy_fallbacks;	/* searches sent to the CPU by clustervec.gpu_max_wait */
+	pg_atomic_uint64 stopped_requests;	/* requests stopped because their owner gave up */
+	pg_atomic_uint64 last_stop_us;	/* the last one's time from giving up to stopping */
 	uint64		buffers_bytes;	/* device bytes the worker's buffers (not mirrors) hold */
 	int			buffers_count;
 	CvGpuMirrorInfo mirrors[CV_GPU_MAX_MIRRORS];

@@ -70,6 +70,12 @@ startup_shmem(void)
 		pg_atomic_init_u64(&cv_gpu_shared->health_gpu_calls, 0);
 		pg_atomic_init_u64(&cv_gpu_shared->build_gpu_calls, 0);
 		pg_atomic_init_u64(&cv_gpu_shared->search_gpu_calls, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->search_launches, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->search_requests, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->queue_wait_us, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->busy_fallbacks, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->stopped_requests, 0);
+		pg_atomic_init_u64(&cv_gpu_shared->last_stop_us, 0);
 	}
 	cv_gpu_owner_epochs = ShmemInitStruct("clustervec gpu owner epochs", owner_epochs_size(), &found);
 	if (!found)

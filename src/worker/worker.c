@@ -174,12 +174,13 @@ open_library(CvCudaDeviceInfo *info)
 	cv_cuda.kmeans_assign = resolve("cvcuda_kmeans_assign");
 	cv_cuda.kmeans_lloyd = resolve("cvcuda_kmeans_lloyd");
 	cv_cuda.ivf_search = resolve("cvcuda_ivf_search");
+	cv_cuda.set_stop_check = resolve("cvcuda_set_stop_check");
 	if (!cv_cuda.abi_version || !cv_cuda.backend_name || !cv_cuda.init ||
 		!cv_cuda.memory_info || !cv_cuda.host_register || !cv_cuda.echo || !cv_cuda.knn_exact ||
 		!cv_cuda.buffer_alloc || !cv_cuda.buffer_free || !cv_cuda.buffer_write ||
 		!cv_cuda.buffer_read || !cv_cuda.health_centroid || !cv_cuda.health_neighbour_table ||
 		!cv_cuda.health_members || !cv_cuda.kmeans_refresh || !cv_cuda.kmeans_assign ||
-		!cv_cuda.kmeans_lloyd || !cv_cuda.ivf_search)
+		!cv_cuda.kmeans_lloyd || !cv_cuda.ivf_search || !cv_cuda.set_stop_check)
 	{
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return psprintf("%s is not a clustervec GPU library of this version", path);
@@ -266,12 +267,18 @@ check_knn_request(const CvGpuSlot *slot)
 	return NULL;
 }
 
-/* Runs one request; fills the slot's error record. */
-static CvCudaStatus
-execute(CvGpuSlot *slot)
+char *
+cv_worker_payload(const CvGpuSlot *slot)
 {
-	char	   *payload = slot->staging >= 0 ?
+	return slot->staging >= 0 ?
 		(char *) dsm_segment_address(staging_segment) + (Size) slot->staging * CV_GPU_STAGING_BYTES : NULL;
+}
+
+/* Runs one request; fills the slot's error record. */
+CvCudaStatus
+cv_worker_execute(CvGpuSlot *slot)
+{
+	char	   *payload = cv_worker_payload(slot);
 	CvCudaError err = {0};
 	CvCudaStatus status = CVCUDA_INVALID_ARGUMENT;
 	const char *bad = NULL;
@@ -325,26 +332,76 @@ execute(CvGpuSlot *slot)
 	return status;
 }
 
+/* The slots the library is working for now; it stops when all their owners gave up. */
+static int	running[CV_GPU_SLOTS];
+static int	running_count = 0;
+
 /*
- * Takes the next submitted request, or returns -1.  The scan starts after
- * the slot taken last, so every waiting backend gets its turn.
+ * The library's stop check: the worker must exit, or every owner of the
+ * running request gave up (cancel, statement_timeout, exit).  The slot
+ * states are read without the lock: a stale read only delays the stop to
+ * the next step.
+ */
+static int
+stop_requested(void *arg pg_attribute_unused())
+{
+	if (ProcDiePending)
+		return 1;
+	for (int i = 0; i < running_count; i++)
+		if (((volatile CvGpuSlot *) &cv_gpu_shared->slots[running[i]])->state != CV_SLOT_ABANDONED)
+			return 0;
+	return running_count > 0;
+}
+
+/* Requests that take one short step: searches and bookkeeping. */
+static bool
+is_quick(int opcode)
+{
+	return opcode == CV_OP_MIRROR_SEARCH || opcode == CV_OP_MIRROR_LAYOUT ||
+		opcode == CV_OP_PING || opcode == CV_OP_BUFFER_ALLOC || opcode == CV_OP_BUFFER_FREE ||
+		opcode == CV_OP_MIRROR_BEGIN || opcode == CV_OP_MIRROR_COMMIT ||
+		opcode == CV_OP_MIRROR_DROP;
+}
+
+/* The oldest submitted request of the kind wanted (-1: none), under the mutex. */
+static int
+oldest_submitted(bool quick)
+{
+	int			found = -1;
+
+	for (int i = 0; i < CV_GPU_SLOTS; i++)
+	{
+		const CvGpuSlot *slot = &cv_gpu_shared->slots[i];
+
+		if (slot->state == CV_SLOT_SUBMITTED && is_quick(slot->opcode) == quick &&
+			(found < 0 || slot->request_id < cv_gpu_shared->slots[found].request_id))
+			found = i;
+	}
+	return found;
+}
+
+/*
+ * Takes the next submitted request, or returns -1.  Quick requests go
+ * first, but never twice in a row while a long one waits, so a search
+ * waits for at most one step of a long operation, and a stream of searches
+ * cannot starve one; within a kind, the oldest first.
  */
 static int
 take_request(void)
 {
-	static int	last = -1;
-	int			taken = -1;
+	static bool last_was_quick = false;
+	int			quick,
+				slow,
+				taken;
 
 	SpinLockAcquire(&cv_gpu_shared->mutex);
-	for (int step = 1; step <= CV_GPU_SLOTS && taken < 0; step++)
+	quick = oldest_submitted(true);
+	slow = oldest_submitted(false);
+	taken = quick >= 0 && (slow < 0 || !last_was_quick) ? quick : slow;
+	if (taken >= 0)
 	{
-		int			i = (last + step) % CV_GPU_SLOTS;
-
-		if (cv_gpu_shared->slots[i].state == CV_SLOT_SUBMITTED)
-		{
-			cv_gpu_shared->slots[i].state = CV_SLOT_RUNNING;
-			taken = last = i;
-		}
+		cv_gpu_shared->slots[taken].state = CV_SLOT_RUNNING;
+		last_was_quick = taken == quick;
 	}
 	SpinLockRelease(&cv_gpu_shared->mutex);
 	return taken;
@@ -356,6 +413,7 @@ finish_request(int i, double elapsed_us)
 {
 	CvGpuSlot  *slot = &cv_gpu_shared->slots[i];
 	int			owner = -1;
+	TimestampTz abandoned_at = 0;
 
 	SpinLockAcquire(&cv_gpu_shared->mutex);
 	slot->elapsed_us = elapsed_us;
@@ -364,6 +422,7 @@ finish_request(int i, double elapsed_us)
 		if (slot->staging >= 0)
 			cv_gpu_shared->staging_in_use &= ~(1U << slot->staging);
 		slot->state = CV_SLOT_FREE;
+		abandoned_at = slot->abandoned_at;
 	}
 	else
 	{
@@ -371,7 +430,32 @@ finish_request(int i, double elapsed_us)
 		owner = slot->owner_procno;
 	}
 	SpinLockRelease(&cv_gpu_shared->mutex);
+	if (abandoned_at != 0 && slot->error.code == CVCUDA_STOPPED)
+	{
+		pg_atomic_fetch_add_u64(&cv_gpu_shared->stopped_requests, 1);
+		pg_atomic_write_u64(&cv_gpu_shared->last_stop_us,
+							(uint64) Max(0, GetCurrentTimestamp() - abandoned_at));
+	}
 	wake_owner(owner);
+}
+
+/* Runs the request in slot i, with the searches over the same mirror that wait beside it. */
+static CvCudaStatus
+run_request(int i)
+{
+	CvGpuSlot  *slot = &cv_gpu_shared->slots[i];
+	CvCudaStatus status = CVCUDA_OK;
+
+	running[0] = i;
+	running_count = 1;
+	if (slot->opcode == CV_OP_MIRROR_SEARCH && slot->generation == cv_gpu_shared->worker_generation)
+	{
+		running_count = cv_worker_join_searches(i, running + 1, CV_GPU_SLOTS - 1) + 1;
+		status = cv_worker_search_batch(running, running_count);
+	}
+	else
+		status = cv_worker_execute(slot);
+	return status;
 }
 
 static void
@@ -386,10 +470,24 @@ serve_requests(void)
 		CvCudaStatus status;
 
 		INSTR_TIME_SET_CURRENT(start);
-		status = execute(&cv_gpu_shared->slots[i]);
+		status = run_request(i);
 		INSTR_TIME_SET_CURRENT(duration);
 		INSTR_TIME_SUBTRACT(duration, start);
-		finish_request(i, INSTR_TIME_GET_MICROSEC(duration));
+		for (int r = 0; r < running_count; r++)
+		{
+			CvGpuSlot  *slot = &cv_gpu_shared->slots[running[r]];
+
+			/* stopped for SIGTERM, not for its owner: say the worker is going */
+			if (slot->error.code == CVCUDA_STOPPED && ProcDiePending)
+			{
+				slot->error.code = CV_GPU_ERR_WORKER_EXITED;
+				strlcpy(slot->error.message,
+						"the clustervec GPU worker exited during the request: it was asked to shut down",
+						CV_GPU_ERROR_LEN);
+			}
+			finish_request(running[r], INSTR_TIME_GET_MICROSEC(duration));
+		}
+		running_count = 0;
 		if (status == CVCUDA_STICKY_ERROR)
 		{
 			ereport(LOG,
@@ -418,6 +516,7 @@ start_serving(void)
 		return;
 	}
 	publish_device(&info);
+	cv_cuda.set_stop_check(stop_requested, NULL);
 	set_state(CV_WORKER_READY, cv_cuda.backend_name(), "");
 	ereport(LOG, (errmsg("clustervec GPU worker ready: %s, %s (compute %d.%d)",
 						 cv_cuda.backend_name(), info.name, info.compute_major,
