@@ -33,6 +33,27 @@ append_label(Page page, const bytea *label)
 	cvivf_page_append(page, padding, size - sizeof(length) - length);
 }
 
+/* The label page a build is filling, and the first list on it. */
+typedef struct LabelPage
+{
+	PGAlignedBlock image;
+	int			first;
+	bool		used;
+} LabelPage;
+
+/* Writes the label page being filled and points its lists' entries at it. */
+static void
+flush_label_page(CvIvfBuildWriter *writer, LabelPage *page, const bytea *const *labels, int end)
+{
+	BlockNumber block = cvivf_writer_page(writer, page->image.data);
+
+	for (int list = page->first; list < end; list++)
+		if (labels[list] != NULL)
+			((CvLatticeListEntry *) cvivf_writer_entry(writer, list))->label_block = block;
+	cvivf_writer_meta(writer)->last_label_block = block;
+	page->used = false;
+}
+
 /*
  * Build: the labels on pages after the lists, recording in each list's
  * directory entry where its label is (the NULL label has none).
@@ -40,38 +61,27 @@ append_label(Page page, const bytea *label)
 void
 cvlattice_write_label_pages(CvIvfBuildWriter *writer, const bytea *const *labels, int lists)
 {
-	PGAlignedBlock image;
-	int			first_pending = 0;
-	bool		have_page = false;
+	LabelPage	page = {0};
 
-	for (int list = 0; list <= lists; list++)
+	for (int list = 0; list < lists; list++)
 	{
-		bool		flush = have_page &&
-			(list == lists || (labels[list] != NULL &&
-							   cvivf_page_free_bytes(image.data) < label_record_size(labels[list])));
-
-		if (flush)
-		{
-			BlockNumber block = cvivf_writer_page(writer, image.data);
-
-			for (int done = first_pending; done < list; done++)
-				if (labels[done] != NULL)
-					((CvLatticeListEntry *) cvivf_writer_entry(writer, done))->label_block = block;
-			cvivf_writer_meta(writer)->last_label_block = block;
-			have_page = false;
-		}
-		if (list == lists || labels[list] == NULL)
+		if (labels[list] == NULL)
 			continue;
-		if (!have_page)
+		if (page.used &&
+			cvivf_page_free_bytes(page.image.data) < label_record_size(labels[list]))
+			flush_label_page(writer, &page, labels, list);
+		if (!page.used)
 		{
-			cvivf_page_init(image.data, CV_LATTICE_PAGE_LABEL);
-			have_page = true;
-			first_pending = list;
+			cvivf_page_init(page.image.data, CV_LATTICE_PAGE_LABEL);
+			page.used = true;
+			page.first = list;
 		}
 		((CvLatticeListEntry *) cvivf_writer_entry(writer, list))->label_offset =
-			((PageHeader) image.data)->pd_lower;
-		append_label(image.data, labels[list]);
+			((PageHeader) page.image.data)->pd_lower;
+		append_label(page.image.data, labels[list]);
 	}
+	if (page.used)
+		flush_label_page(writer, &page, labels, lists);
 }
 
 /* The page a new list's part goes on: the last one when room is left, else a fresh one. */
