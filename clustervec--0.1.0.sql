@@ -294,6 +294,11 @@ CREATE OPERATOR CLASS date_label_ops
 CREATE OPERATOR CLASS numeric_label_ops
 	DEFAULT FOR TYPE numeric USING cvlattice FAMILY cvlattice_label_ops AS
 	OPERATOR 1 = (numeric, numeric), FUNCTION 1 numeric_cmp(numeric, numeric);
+-- integers of different widths: "bigint_label = 7" is an index condition
+ALTER OPERATOR FAMILY cvlattice_label_ops USING cvlattice ADD
+	OPERATOR 1 = (int2, int4), OPERATOR 1 = (int2, int8),
+	OPERATOR 1 = (int4, int2), OPERATOR 1 = (int4, int8),
+	OPERATOR 1 = (int8, int2), OPERATOR 1 = (int8, int4);
 
 CREATE FUNCTION cvlattice_lists(index regclass)
 	RETURNS TABLE(list integer, label text, members bigint, centroid cvec,

@@ -154,6 +154,25 @@ SELECT id FROM typed WHERE t = 'label 1' ORDER BY v <-> '[1,1]' LIMIT 3;
 SELECT id FROM typed WHERE u = md5('x')::uuid ORDER BY v <-> '[1,1]' LIMIT 3;
 RESET enable_seqscan;
 
+-- Integer labels of any width take integer keys of any width.
+CREATE TABLE widths (id int, s int2, b int8, v cvec(2));
+INSERT INTO widths SELECT i, i % 4, i % 4 + 5000000000, ARRAY[i, 0]::real[]::cvec
+	FROM generate_series(1, 40) i;
+CREATE INDEX widths_s ON widths USING cvlattice (s, v);
+CREATE INDEX widths_b ON widths USING cvlattice (b, v);
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM widths WHERE s = 3 ORDER BY v <-> '[0,0]' LIMIT 3;
+SELECT id FROM widths WHERE s = 3 ORDER BY v <-> '[0,0]' LIMIT 3;
+SELECT id FROM widths WHERE s = 3::int8 ORDER BY v <-> '[0,0]' LIMIT 3;
+EXPLAIN (COSTS OFF) SELECT id FROM widths WHERE s = 65539 ORDER BY v <-> '[0,0]' LIMIT 3;
+SELECT id FROM widths WHERE s = 65539 ORDER BY v <-> '[0,0]' LIMIT 3;
+SELECT id FROM widths WHERE s = ANY('{1,65537}'::int4[]) ORDER BY v <-> '[0,0]' LIMIT 3;
+EXPLAIN (COSTS OFF) SELECT id FROM widths WHERE b = 5000000002 ORDER BY v <-> '[0,0]' LIMIT 3;
+SELECT id FROM widths WHERE b = 5000000002 ORDER BY v <-> '[0,0]' LIMIT 3;
+SELECT id FROM widths WHERE b = 2 ORDER BY v <-> '[0,0]' LIMIT 3;
+RESET enable_seqscan;
+DROP TABLE widths;
+
 -- Graceful: an empty table, one member per label, a label whose vectors
 -- are all NULL (no list), an untyped column learning its dimensions.
 CREATE TABLE empty (c int, v cvec);

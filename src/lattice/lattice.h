@@ -27,7 +27,8 @@
  *   "label = x" an index condition only when that "=" is in the column's
  *   operator family, so the family cvlattice_label_ops holds one class for
  *   anyelement (the default of every type, so any type with a btree order
- *   can be a label) and classes with "=" for common label types.
+ *   can be a label) and classes with "=" for common label types, plus "="
+ *   between int2, int4 and int8 (scan.c converts such keys).
  * - Locks are taken in one order: metapage, directory page, data pages,
  *   centroid page, label page.  Appends to a list serialise on its
  *   directory page, which also orders the moves of its centroid; VACUUM

@@ -21,17 +21,73 @@
 #include "catalog/pg_type_d.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 #include "utils/rel.h"
 
 #include "lattice/lattice.h"
 
-/* Marks the list of one label value as wanted (a label no list has: none). */
-static void
-want_label(Relation index, const CvIvfMetaPageData *meta, Datum label, bool isnull,
-		   bool *wanted)
+/* An integer of type int2, int4 or int8 as an int64. */
+static int64
+integer_value(Oid type, Datum value)
 {
-	int			list = cvlattice_find_list(index, meta, label, isnull);
+	switch (type)
+	{
+		case INT2OID:
+			return DatumGetInt16(value);
+		case INT4OID:
+			return DatumGetInt32(value);
+		case INT8OID:
+			return DatumGetInt64(value);
+	}
+	elog(ERROR, "cvlattice has no label comparison with type %u", type);
+	return 0;					/* keep the compiler quiet */
+}
 
+/*
+ * A key as a label of the column's type.  The label operator family holds
+ * "=" between int2, int4 and int8 (so "bigint_label = 7" is an index
+ * condition): such a key is converted, and one out of the label type's
+ * range matches no label (false).
+ */
+static bool
+key_as_label(Oid label_type, Oid key_type, Datum key, Datum *label)
+{
+	Oid			base = getBaseType(label_type);
+	int64		value;
+
+	*label = key;
+	if (!OidIsValid(key_type) || key_type == label_type || key_type == base)
+		return true;
+	value = integer_value(key_type, key);
+	switch (base)
+	{
+		case INT2OID:
+			*label = Int16GetDatum((int16) value);
+			return value >= PG_INT16_MIN && value <= PG_INT16_MAX;
+		case INT4OID:
+			*label = Int32GetDatum((int32) value);
+			return value >= PG_INT32_MIN && value <= PG_INT32_MAX;
+		case INT8OID:
+			*label = Int64GetDatum(value);
+			return true;
+	}
+	elog(ERROR, "cvlattice has no label comparison between types %u and %u", label_type, key_type);
+	return false;				/* keep the compiler quiet */
+}
+
+/* Marks the list of one key value as wanted (a label no list has: none). */
+static void
+want_label(Relation index, const CvIvfMetaPageData *meta, Oid key_type, Datum key,
+		   bool isnull, bool *wanted)
+{
+	Oid			label_type = TupleDescAttr(RelationGetDescr(index),
+										   1 - cvlattice_vector_column(index))->atttypid;
+	Datum		label;
+	int			list;
+
+	if (!isnull && !key_as_label(label_type, key_type, key, &label))
+		return;
+	list = cvlattice_find_list(index, meta, isnull ? (Datum) 0 : label, isnull);
 	if (list >= 0)
 		wanted[list] = true;
 }
@@ -54,7 +110,7 @@ lists_of_key(Relation index, const CvIvfMetaPageData *meta, ScanKey key, bool *w
 	{
 		/* label IS NULL; "label = NULL" matches nothing */
 		if (key->sk_flags & SK_SEARCHNULL)
-			want_label(index, meta, (Datum) 0, true, wanted);
+			want_label(index, meta, InvalidOid, (Datum) 0, true, wanted);
 		return;
 	}
 	if (key->sk_flags & SK_SEARCHARRAY)
@@ -72,10 +128,10 @@ lists_of_key(Relation index, const CvIvfMetaPageData *meta, ScanKey key, bool *w
 						  &elements, &nulls, &count);
 		for (int i = 0; i < count; i++)
 			if (!nulls[i])
-				want_label(index, meta, elements[i], false, wanted);
+				want_label(index, meta, ARR_ELEMTYPE(array), elements[i], false, wanted);
 		return;
 	}
-	want_label(index, meta, key->sk_argument, false, wanted);
+	want_label(index, meta, key->sk_subtype, key->sk_argument, false, wanted);
 }
 
 /*
