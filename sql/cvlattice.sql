@@ -201,5 +201,11 @@ CREATE INDEX ul_idx ON ul USING cvlattice (v, c);
 INSERT INTO ul VALUES (1, '[1,1]');
 SELECT count(*) FROM cvlattice_lists('ul_idx');
 
+-- Every operator class of cvlattice passes its access method's validation.
+SELECT opcname FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod
+	WHERE a.amname = 'cvlattice' AND NOT amvalidate(c.oid);
+SELECT count(*) AS label_operators FROM pg_amop o JOIN pg_opfamily f ON f.oid = o.amopfamily
+	WHERE f.opfname = 'cvlattice_label_ops';
+
 DROP TABLE lat, dirs, typed, empty, singles, ul;
 DROP FUNCTION lists_match_avg(regclass), answers(text, cvec, bool);
