@@ -16,7 +16,10 @@ IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/reader.o src/ivf/page.o src/ivf/centroids.o src/ivf/build.o \
 	src/ivf/insert.o src/ivf/scan.o src/ivf/vacuum.o src/ivf/cost.o \
 	src/ivf/validate.o src/ivf/introspect.o src/ivf/mirror_upload.o \
-	src/ivf/mirror_merge.o src/ivf/scan_gpu.o
+	src/ivf/mirror_merge.o src/ivf/scan_gpu.o src/ivf/layout.o
+LATTICE_OBJS = src/lattice/handler.o src/lattice/labels.o src/lattice/page.o \
+	src/lattice/build.o src/lattice/insert.o src/lattice/vacuum.o src/lattice/scan.o \
+	src/lattice/validate.o src/lattice/introspect.o
 HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
 	src/health/aggregate.o src/health/gpu_passes.o
 SEARCH_OBJS = src/search/exact.o src/search/cvsearch.o
@@ -24,12 +27,14 @@ SEARCH_OBJS = src/search/exact.o src/search/cvsearch.o
 GPU_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/gpu/*.c)))
 WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/buffers.o \
 	src/worker/mirror_store.o
-OBJS = src/clustervec.o src/access.o $(TYPE_OBJS) $(IVF_OBJS) $(HEALTH_OBJS) $(SEARCH_OBJS) \
+OBJS = src/clustervec.o src/access.o $(TYPE_OBJS) $(IVF_OBJS) $(LATTICE_OBJS) $(HEALTH_OBJS) \
+	$(SEARCH_OBJS) \
 	$(GPU_OBJS) $(WORKER_OBJS) $(MATH_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
-	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cluster_health gpu_cpu_path \
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvlattice cvlattice_errors \
+	cluster_health gpu_cpu_path \
 	privileges hardening
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
 # TAP tests (PostgreSQL::Test::Cluster): recall, WAL replay on a standby,

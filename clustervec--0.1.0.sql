@@ -223,6 +223,90 @@ CREATE FUNCTION cvivf_list_of(index regclass, v cvec) RETURNS integer
 CREATE FUNCTION cvivf_verify(index regclass) RETURNS void
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
 
+-- cvlattice: an index over the user's own clusters ---------------------------
+-- CREATE INDEX ON items USING cvlattice (embedding cvec_l2_ops, cluster_label):
+-- one list per distinct label, its centroid the mean of its members.
+
+CREATE FUNCTION cvlatticehandler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+
+CREATE ACCESS METHOD cvlattice TYPE INDEX HANDLER cvlatticehandler;
+COMMENT ON ACCESS METHOD cvlattice IS 'lattice index: one list per label, centroids the means of the labels';
+
+-- The vector column: the same operator classes as cvivf's.
+CREATE OPERATOR CLASS cvec_l2_ops
+	DEFAULT FOR TYPE cvec USING cvlattice AS
+	OPERATOR 1 <-> (cvec, cvec) FOR ORDER BY float_ops,
+	FUNCTION 1 l2_distance(cvec, cvec);
+
+CREATE OPERATOR CLASS cvec_ip_ops
+	FOR TYPE cvec USING cvlattice AS
+	OPERATOR 1 <#> (cvec, cvec) FOR ORDER BY float_ops,
+	FUNCTION 1 negative_inner_product(cvec, cvec);
+
+CREATE OPERATOR CLASS cvec_cosine_ops
+	FOR TYPE cvec USING cvlattice AS
+	OPERATOR 1 <=> (cvec, cvec) FOR ORDER BY float_ops,
+	FUNCTION 1 cosine_distance(cvec, cvec);
+
+-- The label column.  One family: an operator class for any type (anyelement,
+-- so every type gets a default; the index compares labels with the type's
+-- default btree comparison and refuses a type without one), and operator
+-- classes for common label types whose equality operator makes
+-- "label = x" and "label = ANY(...)" index conditions.  For another type,
+-- ALTER OPERATOR FAMILY cvlattice_label_ops USING cvlattice
+-- ADD OPERATOR 1 = (t, t) does the same.
+CREATE FUNCTION cvlattice_label_cmp(anyelement, anyelement) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+
+CREATE OPERATOR FAMILY cvlattice_label_ops USING cvlattice;
+
+CREATE OPERATOR CLASS any_label_ops
+	DEFAULT FOR TYPE anyelement USING cvlattice FAMILY cvlattice_label_ops AS
+	FUNCTION 1 cvlattice_label_cmp(anyelement, anyelement);
+CREATE OPERATOR CLASS int2_label_ops
+	DEFAULT FOR TYPE int2 USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (int2, int2), FUNCTION 1 btint2cmp(int2, int2);
+CREATE OPERATOR CLASS int4_label_ops
+	DEFAULT FOR TYPE int4 USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (int4, int4), FUNCTION 1 btint4cmp(int4, int4);
+CREATE OPERATOR CLASS int8_label_ops
+	DEFAULT FOR TYPE int8 USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (int8, int8), FUNCTION 1 btint8cmp(int8, int8);
+CREATE OPERATOR CLASS oid_label_ops
+	DEFAULT FOR TYPE oid USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (oid, oid), FUNCTION 1 btoidcmp(oid, oid);
+CREATE OPERATOR CLASS bool_label_ops
+	DEFAULT FOR TYPE bool USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (bool, bool), FUNCTION 1 btboolcmp(bool, bool);
+CREATE OPERATOR CLASS text_label_ops
+	DEFAULT FOR TYPE text USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (text, text), FUNCTION 1 bttextcmp(text, text);
+CREATE OPERATOR CLASS bpchar_label_ops
+	DEFAULT FOR TYPE bpchar USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (bpchar, bpchar), FUNCTION 1 bpcharcmp(bpchar, bpchar);
+CREATE OPERATOR CLASS uuid_label_ops
+	DEFAULT FOR TYPE uuid USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (uuid, uuid), FUNCTION 1 uuid_cmp(uuid, uuid);
+CREATE OPERATOR CLASS date_label_ops
+	DEFAULT FOR TYPE date USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (date, date), FUNCTION 1 date_cmp(date, date);
+CREATE OPERATOR CLASS numeric_label_ops
+	DEFAULT FOR TYPE numeric USING cvlattice FAMILY cvlattice_label_ops AS
+	OPERATOR 1 = (numeric, numeric), FUNCTION 1 numeric_cmp(numeric, numeric);
+-- integers of different widths: "bigint_label = 7" is an index condition
+ALTER OPERATOR FAMILY cvlattice_label_ops USING cvlattice ADD
+	OPERATOR 1 = (int2, int4), OPERATOR 1 = (int2, int8),
+	OPERATOR 1 = (int4, int2), OPERATOR 1 = (int4, int8),
+	OPERATOR 1 = (int8, int2), OPERATOR 1 = (int8, int4);
+
+CREATE FUNCTION cvlattice_lists(index regclass)
+	RETURNS TABLE(list integer, label text, members bigint, centroid cvec,
+	              inserted_since_build bigint)
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
+CREATE FUNCTION cvlattice_verify(index regclass) RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
+
 -- cluster health: the 38 statistics of STATISTICS.md ---------------------------
 
 -- One row of cluster_health: the cluster, the 38 statistics of

@@ -11,6 +11,7 @@
 CREATE TABLE priv_secret (id int, c int, v cvec(3));
 INSERT INTO priv_secret SELECT i, i % 3, ARRAY[i % 3, i % 5, i % 7] FROM generate_series(1, 60) i;
 CREATE INDEX priv_secret_idx ON priv_secret USING cvivf (v) WITH (lists = 3);
+CREATE INDEX priv_secret_lattice ON priv_secret USING cvlattice (v, c);
 CREATE ROLE regress_cv_nobody;
 
 CREATE TABLE priv_functions (signature text PRIMARY KEY, kind text NOT NULL, call text);
@@ -58,6 +59,8 @@ INSERT INTO priv_functions VALUES
 	('cluster_stats_final(double precision[])', 'pure', NULL),
 	('cluster_stats(cvec)', 'pure', NULL),
 	('cvivfhandler(internal)', 'pure', NULL),
+	('cvlatticehandler(internal)', 'pure', NULL),
+	('cvlattice_label_cmp(anyelement,anyelement)', 'pure', NULL),
 	('clustervec_simd()', 'server', NULL),
 	('clustervec_gpu_info()', 'server', NULL),
 	('clustervec_gpu_ping(integer)', 'server', NULL),
@@ -67,6 +70,10 @@ INSERT INTO priv_functions VALUES
 	 $$SELECT cvivf_list_of(%2$L, '[1,2,3]')$$),
 	('cvivf_verify(regclass)', 'reads',
 	 $$SELECT cvivf_verify(%2$L)$$),
+	('cvlattice_lists(regclass)', 'reads',
+	 $$SELECT count(*) FROM cvlattice_lists((%1$L || '_lattice')::regclass)$$),
+	('cvlattice_verify(regclass)', 'reads',
+	 $$SELECT cvlattice_verify((%1$L || '_lattice')::regclass)$$),
 	('cluster_health(regclass,name,name,name,double precision,double precision,integer,integer,integer,integer,boolean)', 'reads',
 	 $$SELECT count(*) FROM cluster_health(%1$L, 'c', 'v')$$),
 	('cluster_health_summary(regclass,name,name,name,double precision,double precision,integer,integer,integer,integer,boolean)', 'reads',
@@ -169,6 +176,7 @@ RESET ROLE;
 CREATE TABLE priv_rls (id int, c int, v cvec(3));
 INSERT INTO priv_rls SELECT i, i % 3, ARRAY[i % 3, i % 5, i % 7] FROM generate_series(1, 60) i;
 CREATE INDEX priv_rls_idx ON priv_rls USING cvivf (v) WITH (lists = 3);
+CREATE INDEX priv_rls_lattice ON priv_rls USING cvlattice (v, c);
 ALTER TABLE priv_rls ENABLE ROW LEVEL SECURITY;
 CREATE POLICY priv_rls_c0 ON priv_rls FOR SELECT USING (c = 0);
 GRANT SELECT, UPDATE ON priv_rls TO regress_cv_reader;

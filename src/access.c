@@ -22,6 +22,7 @@
 
 #include "access.h"
 #include "ivf/ivf.h"
+#include "lattice/lattice.h"
 
 /* Raises PostgreSQL's own "permission denied" unless the user may SELECT from relid. */
 void
@@ -77,13 +78,13 @@ cv_may_inspect(Oid relid)
 	return check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
 }
 
-/* The table of a cvivf index, from the catalogs, without locking anything. */
+/* The table of an index of access method am, from the catalogs, without locking anything. */
 static Oid
-cvivf_table_of(Oid indexid)
+table_of(Oid indexid, const char *am)
 {
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexid));
 	Form_pg_class form;
-	bool		is_cvivf;
+	bool		is_am;
 	char	   *name;
 
 	if (!HeapTupleIsValid(tuple))
@@ -91,26 +92,28 @@ cvivf_table_of(Oid indexid)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", indexid)));
 	form = (Form_pg_class) GETSTRUCT(tuple);
-	is_cvivf = form->relkind == RELKIND_INDEX && form->relam == get_index_am_oid("cvivf", false);
+	is_am = form->relkind == RELKIND_INDEX && form->relam == get_index_am_oid(am, false);
 	name = pstrdup(NameStr(form->relname));
 	ReleaseSysCache(tuple);
-	if (!is_cvivf)
+	if (!is_am)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a cvivf index", name)));
+				 errmsg("\"%s\" is not a %s index", name, am)));
 	return IndexGetRelation(indexid, false);
 }
 
 /*
- * Opens a cvivf index and its table for a function, after checking that the
- * user may use it so: the table first (AccessShareLock, or ShareLock to keep
- * writers out), then the index (AccessShareLock).  Both locks last until the
- * end of the transaction, as a query's do; close with NoLock.
+ * Opens an index of access method am (whose build callback is ambuild) and
+ * its table for a function, after checking that the user may use it so:
+ * the table first (AccessShareLock, or ShareLock to keep writers out), then
+ * the index (AccessShareLock).  Both locks last until the end of the
+ * transaction, as a query's do; close with NoLock.
  */
-Relation
-cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
+static Relation
+open_index(Oid indexid, const char *am, ambuild_function ambuild, CvIndexUse use,
+		   const char *function, Relation *heap)
 {
-	Oid			heapid = cvivf_table_of(indexid);
+	Oid			heapid = table_of(indexid, am);
 	LOCKMODE	lockmode = AccessShareLock;
 	Relation	index;
 
@@ -134,11 +137,23 @@ cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
 						   function),
 				 errhint("Name the index again: its name now refers to the new one.")));
 	/* dropped and its OID reused while we waited for the lock */
-	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_indam->ambuild != cvivfbuild ||
+	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_indam->ambuild != ambuild ||
 		IndexGetRelation(indexid, true) != heapid)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("could not open parent table of index \"%s\"",
 						RelationGetRelationName(index))));
 	return index;
+}
+
+Relation
+cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
+{
+	return open_index(indexid, "cvivf", cvivfbuild, use, function, heap);
+}
+
+Relation
+cv_open_cvlattice(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
+{
+	return open_index(indexid, "cvlattice", cvlatticebuild, use, function, heap);
 }

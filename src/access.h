@@ -27,5 +27,7 @@ extern void cv_check_row_security(Oid relid, const char *function);
 extern bool cv_may_inspect(Oid relid);
 extern Relation cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function,
 							  Relation *heap);
+extern Relation cv_open_cvlattice(Oid indexid, CvIndexUse use, const char *function,
+								  Relation *heap);
 
 #endif							/* CV_ACCESS_H */

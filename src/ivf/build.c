@@ -479,52 +479,6 @@ write_lists(BuildState *state, CvIvfBuildWriter *writer)
 	tuplesort_end(state->sort);
 }
 
-/* Whole centroids per page; 0 when one centroid needs several pages. */
-static uint32
-centroids_in_page(Size centroid_bytes)
-{
-	return centroid_bytes == 0 ? 1 : CVIVF_PAGE_CAPACITY / centroid_bytes;
-}
-
-static BlockNumber
-centroid_pages(const CvIvfMetaPageData *meta)
-{
-	if (meta->centroids_per_page > 0)
-		return (meta->lists + meta->centroids_per_page - 1) / meta->centroids_per_page;
-	return meta->lists * meta->pages_per_centroid;
-}
-
-/* The metapage fields every build fills in the same way. */
-static void
-init_meta(CvIvfMetaPageData *meta, CvMetric metric, int dims, int lists, bool centroids)
-{
-	Size		centroid_bytes = sizeof(float) * (Size) dims;
-
-	memset(meta, 0, sizeof(*meta));
-	meta->magic = CVIVF_MAGIC;
-	meta->version = CVIVF_VERSION;
-	meta->dimensions = dims;
-	meta->metric = metric;
-	meta->lists = lists;
-	meta->flags = centroids ? 0 : CVIVF_META_NO_CENTROIDS;
-	meta->generation = 1;
-	meta->first_centroid_block = 1;
-	meta->centroids_per_page = centroids_in_page(centroid_bytes);
-	meta->pages_per_centroid = meta->centroids_per_page > 0 ? 1 :
-		(centroid_bytes + CVIVF_PAGE_CAPACITY - 1) / CVIVF_PAGE_CAPACITY;
-	meta->entries_per_directory_page = CVIVF_PAGE_CAPACITY / sizeof(CvIvfListEntry);
-	meta->first_directory_block = 1 + (centroids ? centroid_pages(meta) : 0);
-}
-
-/* The dimensions the column's type modifier promises, or 0. */
-static int
-declared_dimensions(Relation index)
-{
-	int32		typmod = TupleDescAttr(RelationGetDescr(index), 0)->atttypmod;
-
-	return typmod > 0 ? typmod : 0;
-}
-
 /* An index with one list and no centroid: exact scans until a REINDEX. */
 static void
 write_empty_index(Relation index, ForkNumber fork, CvMetric metric, int dims)
@@ -532,7 +486,7 @@ write_empty_index(Relation index, ForkNumber fork, CvMetric metric, int dims)
 	CvIvfMetaPageData meta;
 	CvIvfBuildWriter *writer;
 
-	init_meta(&meta, metric, dims, 1, false);
+	cvivf_init_meta(&meta, metric, dims, 1, false);
 	writer = cvivf_writer_begin(index, fork, &meta);
 	cvivf_writer_centroids(writer, NULL, NULL);
 	cvivf_writer_finish(writer);
@@ -605,7 +559,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	state.index = index;
 	state.metric = cvivf_metric_of_index(index);
 	state.options = build_options(index);
-	state.dimensions = declared_dimensions(index);
+	state.dimensions = cvivf_declared_dimensions(index);
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
 												ALLOCSET_DEFAULT_SIZES);
 	state.use_gpu = cv_gpu_should_use();
@@ -623,7 +577,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	}
 	lists = build_centroids(&state, &centroids, &norms);
 	assign_rows(&state, info, centroids, lists);
-	init_meta(&meta, state.metric, state.dimensions, lists, true);
+	cvivf_init_meta(&meta, state.metric, state.dimensions, lists, true);
 	meta.iterations = state.options->iterations;
 	meta.seed = (uint64) state.options->seed;
 	meta.sample_rows = state.sample_count;
@@ -644,5 +598,5 @@ void
 cvivfbuildempty(Relation index)
 {
 	write_empty_index(index, INIT_FORKNUM, cvivf_metric_of_index(index),
-					  declared_dimensions(index));
+					  cvivf_declared_dimensions(index));
 }

@@ -2,7 +2,8 @@
  * cost.c: amcostestimate.  A scan reads every tuple of the probed lists
  * before returning its first row, so nearly all cost is startup cost, in
  * proportion to probes / lists.  Without an ORDER BY on the opclass's
- * operator the index is useless, so the cost is infinite.
+ * operator the index is useless, so the cost is infinite.  cvlattice uses
+ * it too: with a label condition a scan reads the lists of its labels.
  */
 #include "postgres.h"
 
@@ -54,7 +55,8 @@ cvivfcostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		return;
 	}
 	fraction = probed_fraction(index->indexoid, &dimensions);
-	costs.numIndexTuples = Max(1.0, index->tuples * fraction);
+	/* cvlattice's label conditions: the rows of their lists, as the selectivity says */
+	costs.numIndexTuples = path->indexclauses != NIL ? 0 : Max(1.0, index->tuples * fraction);
 	genericcostestimate(root, path, loop_count, &costs);
 	get_tablespace_page_costs(index->reltablespace, &random_page_cost, &seq_page_cost);
 	/* lists are chains of mostly consecutive pages: read sequentially */

@@ -129,10 +129,12 @@ verify_tuple(const CvIvfTupleHeader *header, const float *vector,
 	}
 }
 
-/* Walks one list's chain: page kinds, no cycle, the recorded last page. */
-static void
-verify_chain(Relation index, const CvIvfMetaPageData *meta pg_attribute_unused(), const CvIvfListEntry *entry,
-			 BlockNumber nblocks)
+/*
+ * Walks one list's chain: page kinds, no cycle, the recorded last page
+ * (cvlattice_verify checks its lists with it too).
+ */
+void
+cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblocks)
 {
 	BlockNumber block = entry->first_block;
 	BlockNumber last = InvalidBlockNumber;
@@ -186,7 +188,7 @@ cvivf_verify(PG_FUNCTION_ARGS)
 
 		CHECK_FOR_INTERRUPTS();
 		cvivf_read_list_entry(index, &meta, list, &entry);
-		verify_chain(index, &meta, &entry, nblocks);
+		cvivf_verify_chain(index, &entry, nblocks);
 		state.list = list;
 		state.live = 0;
 		if (BlockNumberIsValid(entry.first_block))

@@ -11,6 +11,12 @@
  * elements may continue at the start of the next page of its list, so a
  * 1024-d vector does not waste half a page and 16,000 dimensions fit.  A
  * tuple's header never straddles pages: it carries the dead flag VACUUM sets.
+ *
+ * The same format holds cvlattice indexes (src/lattice/lattice.h): the
+ * metapage's kind tells them apart.  The kind and the fields after it were
+ * added without a version bump: a cvivf metapage written before them ends
+ * earlier, and the bytes past its end are zero (PageInit zeroes the page),
+ * which reads as kind CV_INDEX_KIND_IVF with the default directory entry.
  */
 #ifndef CV_IVF_H
 #define CV_IVF_H
@@ -32,6 +38,17 @@
 
 #define CVIVF_METAPAGE_BLKNO 0
 #define CVIVF_MAX_LISTS 32768
+
+/* index kinds (CvIvfMetaPageData.kind) */
+#define CV_INDEX_KIND_IVF 0
+#define CV_INDEX_KIND_LATTICE 1
+
+/*
+ * A cvlattice index adds directory pages as it gains lists and never moves
+ * one, so the metapage lists their blocks: enough for CVIVF_MAX_LISTS lists
+ * of the lattice's directory entry (src/lattice/lattice.h checks it).
+ */
+#define CV_LATTICE_MAX_DIRECTORY_PAGES 256
 
 /* page kinds (CvIvfPageOpaqueData.kind) */
 #define CVIVF_PAGE_META 1
@@ -72,6 +89,13 @@ typedef struct CvIvfMetaPageData
 	uint64		seed;
 	uint64		sample_rows;
 	uint64		build_rows;
+	/* zero in cvivf metapages written before cvlattice (see the header) */
+	uint32		kind;			/* CV_INDEX_KIND_* */
+	uint32		directory_entry_size;	/* 0: sizeof(CvIvfListEntry) */
+	BlockNumber last_centroid_block;	/* lattice: where a new list's centroid goes */
+	BlockNumber last_label_block;	/* lattice: where a new list's label goes */
+	uint32		directory_pages;	/* lattice: entries used in directory_blocks */
+	BlockNumber directory_blocks[CV_LATTICE_MAX_DIRECTORY_PAGES];	/* lattice */
 } CvIvfMetaPageData;
 
 typedef CvIvfMetaPageData *CvIvfMetaPage;
@@ -99,6 +123,13 @@ StaticAssertDecl(sizeof(CvIvfTupleHeader) == 8, "tuple header must be 8 bytes");
 	((Size) (BLCKSZ - CVIVF_PAGE_DATA_START - MAXALIGN(sizeof(CvIvfPageOpaqueData))))
 #define CVIVF_TUPLE_SIZE(dim) (sizeof(CvIvfTupleHeader) + sizeof(float) * (Size) (dim))
 
+/* A list and its centroid's distance to a query, as scans rank them. */
+typedef struct CvIvfRankedList
+{
+	double		distance;
+	int			list;
+} CvIvfRankedList;
+
 /* reloptions */
 typedef struct CvIvfOptions
 {
@@ -125,6 +156,7 @@ extern int	cv_gpu_assign_mode;	/* clustervec.gpu_assign: CV_GPU_ASSIGN_* */
 #define CVIVF_ITERATIVE_RELAXED 1
 
 extern void cvivf_define_settings(void);
+extern int	cvivf_scan_limit(int lists);
 
 /* handler.c */
 extern bytea *cvivfoptions(Datum reloptions, bool validate);
@@ -137,6 +169,12 @@ extern bool cvivf_vector_is_indexable(CvMetric metric, const float *x, int dim);
 extern double cvivf_centroid_distance(CvMetric metric, const float *query,
 									  const float *centroid, int dim);
 
+/* layout.c: the metapage of a new index, shared by both kinds' builds */
+extern void cvivf_init_meta(CvIvfMetaPageData *meta, CvMetric metric, int dims, int lists,
+							bool centroids);
+extern int	cvivf_declared_dimensions(Relation index);
+extern Size cvivf_directory_entry_size(const CvIvfMetaPageData *meta);
+
 /* reader.c: everything that reads pages */
 extern void cvivf_read_meta(Relation index, CvIvfMetaPageData *meta);
 extern float *cvivf_read_centroids(Relation index, const CvIvfMetaPageData *meta);
@@ -146,6 +184,11 @@ extern void cvivf_read_directory(Relation index, const CvIvfMetaPageData *meta,
 								 CvIvfListEntry *entries);
 extern BlockNumber cvivf_directory_block(const CvIvfMetaPageData *meta, int list);
 extern int	cvivf_directory_slot(const CvIvfMetaPageData *meta, int list);
+extern char *cvivf_directory_entry(Page page, const CvIvfMetaPageData *meta, int list);
+extern void cvivf_read_directory_bytes(Relation index, const CvIvfMetaPageData *meta,
+									   char *out);
+extern void cvivf_read_list_entry_bytes(Relation index, const CvIvfMetaPageData *meta,
+										int list, void *entry);
 
 /* Called for every tuple of a list; the vector is only valid during the call. */
 typedef void (*CvIvfTupleVisitor) (const CvIvfTupleHeader *header, const float *vector,
@@ -173,6 +216,9 @@ typedef struct CvIvfBuildWriter CvIvfBuildWriter;
 
 extern CvIvfBuildWriter *cvivf_writer_begin(Relation index, ForkNumber fork,
 											const CvIvfMetaPageData *meta);
+extern char *cvivf_writer_entry(CvIvfBuildWriter *writer, int list);
+extern CvIvfMetaPageData *cvivf_writer_meta(CvIvfBuildWriter *writer);
+extern BlockNumber cvivf_writer_page(CvIvfBuildWriter *writer, Page image);
 extern void cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids,
 								   const double *norms);
 extern void cvivf_writer_start_list(CvIvfBuildWriter *writer, int list);
@@ -180,6 +226,28 @@ extern void cvivf_writer_add(CvIvfBuildWriter *writer, ItemPointer tid, const fl
 extern void cvivf_writer_finish(CvIvfBuildWriter *writer);
 extern void cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
 							   ItemPointer tid, const float *vector);
+
+/*
+ * One more page an append changes in the record that links its tuple (a
+ * cvlattice centroid): apply runs inside that record with the page and the
+ * list's whole directory entry, after the entry counted the new tuple.
+ */
+typedef struct CvIvfAppendExtra
+{
+	BlockNumber block;
+	void		(*apply) (Page page, char *entry, void *arg);
+	void	   *arg;
+} CvIvfAppendExtra;
+
+extern void cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list,
+									 ItemPointer tid, const float *vector,
+									 const CvIvfAppendExtra *extra);
+
+/* page.c's primitives, for the sibling writer of cvlattice pages (src/lattice/page.c) */
+extern void cvivf_page_init(Page page, uint16 kind);
+extern void cvivf_page_append(Page page, const void *bytes, Size count);
+extern Size cvivf_page_free_bytes(Page page);
+extern Buffer cvivf_extend(Relation index, ForkNumber fork, bool lock_extension);
 extern int	cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list,
 							BlockNumber block, const Size *offsets, int count,
 							BufferAccessStrategy strategy);
@@ -197,6 +265,14 @@ extern void cvivfrescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey ord
 						int norderbys);
 extern bool cvivfgettuple(IndexScanDesc scan, ScanDirection dir);
 extern void cvivfendscan(IndexScanDesc scan);
+/* vacuum.c: called after VACUUM flagged dead tuples of a list */
+typedef void (*CvIvfListChanged) (Relation index, const CvIvfMetaPageData *meta, int list,
+								  BufferAccessStrategy strategy, void *arg);
+extern IndexBulkDeleteResult *cvivf_bulkdelete_lists(IndexVacuumInfo *info,
+													 IndexBulkDeleteResult *stats,
+													 IndexBulkDeleteCallback callback,
+													 void *callback_state,
+													 CvIvfListChanged changed, void *arg);
 extern IndexBulkDeleteResult *cvivfbulkdelete(IndexVacuumInfo *info,
 											  IndexBulkDeleteResult *stats,
 											  IndexBulkDeleteCallback callback,
@@ -208,5 +284,8 @@ extern void cvivfcostestimate(struct PlannerInfo *root, struct IndexPath *path,
 							  Selectivity *selectivity, double *correlation,
 							  double *pages);
 extern bool cvivfvalidate(Oid opclassoid);
+
+/* introspect.c */
+extern void cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblocks);
 
 #endif

@@ -20,8 +20,8 @@
 #include "ivf/ivf.h"
 
 /* Formats a fresh page of the given kind. */
-static void
-init_page(Page page, uint16 kind)
+void
+cvivf_page_init(Page page, uint16 kind)
 {
 	CvIvfPageOpaque opaque;
 
@@ -33,8 +33,8 @@ init_page(Page page, uint16 kind)
 }
 
 /* Appends bytes at pd_lower; the caller has checked they fit. */
-static void
-page_append(Page page, const void *bytes, Size count)
+void
+cvivf_page_append(Page page, const void *bytes, Size count)
 {
 	PageHeader	header = (PageHeader) page;
 
@@ -42,15 +42,15 @@ page_append(Page page, const void *bytes, Size count)
 	header->pd_lower += count;
 }
 
-static Size
-page_free_bytes(Page page)
+Size
+cvivf_page_free_bytes(Page page)
 {
 	return ((PageHeader) page)->pd_upper - ((PageHeader) page)->pd_lower;
 }
 
 /* Extends the fork by one page, returned locked exclusively. */
-static Buffer
-extend_fork(Relation index, ForkNumber fork, bool lock_extension)
+Buffer
+cvivf_extend(Relation index, ForkNumber fork, bool lock_extension)
 {
 	Buffer		buf;
 
@@ -85,7 +85,8 @@ struct CvIvfBuildWriter
 	Relation	index;
 	ForkNumber	fork;
 	CvIvfMetaPageData meta;
-	CvIvfListEntry *entries;
+	char	   *entries;		/* lists directory entries of entry_size bytes */
+	Size		entry_size;
 	PGAlignedBlock image;		/* the data page being filled */
 	bool		have_page;
 	BlockNumber page_block;
@@ -98,12 +99,48 @@ struct CvIvfBuildWriter
 static void
 write_next_block(CvIvfBuildWriter *writer, Page image, BlockNumber expected)
 {
-	Buffer		buf = extend_fork(writer->index, writer->fork, false);
+	Buffer		buf = cvivf_extend(writer->index, writer->fork, false);
 
 	if (BufferGetBlockNumber(buf) != expected)
 		elog(ERROR, "cvivf build expected block %u, got %u",
 			 expected, BufferGetBlockNumber(buf));
 	write_page_image(writer->index, buf, image);
+}
+
+static void flush_data_page(CvIvfBuildWriter *writer, BlockNumber next);
+
+/* cvivf's part of a list's directory entry in the writer. */
+static CvIvfListEntry *
+writer_list_entry(CvIvfBuildWriter *writer, int list)
+{
+	return (CvIvfListEntry *) (writer->entries + list * writer->entry_size);
+}
+
+/* A list's whole directory entry, for a kind whose entry says more (cvlattice). */
+char *
+cvivf_writer_entry(CvIvfBuildWriter *writer, int list)
+{
+	return writer->entries + list * writer->entry_size;
+}
+
+/* The metapage the writer will write, for fields only the caller knows. */
+CvIvfMetaPageData *
+cvivf_writer_meta(CvIvfBuildWriter *writer)
+{
+	return &writer->meta;
+}
+
+/* Writes a page composed by the caller after the lists (cvlattice labels); returns its block. */
+BlockNumber
+cvivf_writer_page(CvIvfBuildWriter *writer, Page image)
+{
+	BlockNumber block;
+
+	if (writer->have_page)
+		flush_data_page(writer, InvalidBlockNumber);
+	block = writer->next_block++;
+	write_next_block(writer, image, block);
+	return block;
 }
 
 CvIvfBuildWriter *
@@ -114,13 +151,14 @@ cvivf_writer_begin(Relation index, ForkNumber fork, const CvIvfMetaPageData *met
 	writer->index = index;
 	writer->fork = fork;
 	writer->meta = *meta;
-	writer->entries = palloc(sizeof(CvIvfListEntry) * meta->lists);
+	writer->entry_size = cvivf_directory_entry_size(meta);
+	writer->entries = palloc0(writer->entry_size * Max(meta->lists, 1));
 	for (uint32 i = 0; i < meta->lists; i++)
 	{
-		writer->entries[i].first_block = InvalidBlockNumber;
-		writer->entries[i].last_block = InvalidBlockNumber;
-		writer->entries[i].tuples = 0;
-		writer->entries[i].centroid_norm = 0;
+		CvIvfListEntry *entry = writer_list_entry(writer, i);
+
+		entry->first_block = InvalidBlockNumber;
+		entry->last_block = InvalidBlockNumber;
 	}
 	writer->tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
 	writer->list = -1;
@@ -137,8 +175,8 @@ cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const d
 	Size		floats_per_page = CVIVF_PAGE_CAPACITY / sizeof(float);
 	BlockNumber block = 0;
 
-	init_page(image.data, CVIVF_PAGE_META);
-	page_append(image.data, meta, sizeof(CvIvfMetaPageData));
+	cvivf_page_init(image.data, CVIVF_PAGE_META);
+	cvivf_page_append(image.data, meta, sizeof(CvIvfMetaPageData));
 	write_next_block(writer, image.data, block++);
 	Assert(meta->first_centroid_block == block);
 	if (!(meta->flags & CVIVF_META_NO_CENTROIDS))
@@ -149,20 +187,20 @@ cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const d
 
 		/* a wide centroid starts on its own page, so pages hold whole runs */
 		for (Size list = 0; list < meta->lists; list++)
-			writer->entries[list].centroid_norm = norms[list];
+			writer_list_entry(writer, list)->centroid_norm = norms[list];
 		if (meta->centroids_per_page > 0)
 			for (Size done = 0; done < total; done += per_page)
 			{
-				init_page(image.data, CVIVF_PAGE_CENTROID);
-				page_append(image.data, centroids + done, sizeof(float) * Min(per_page, total - done));
+				cvivf_page_init(image.data, CVIVF_PAGE_CENTROID);
+				cvivf_page_append(image.data, centroids + done, sizeof(float) * Min(per_page, total - done));
 				write_next_block(writer, image.data, block++);
 			}
 		else
 			for (Size list = 0; list < meta->lists; list++)
 				for (Size done = 0; done < dim; done += per_page)
 				{
-					init_page(image.data, CVIVF_PAGE_CENTROID);
-					page_append(image.data, centroids + list * dim + done,
+					cvivf_page_init(image.data, CVIVF_PAGE_CENTROID);
+					cvivf_page_append(image.data, centroids + list * dim + done,
 								sizeof(float) * Min(per_page, dim - done));
 					write_next_block(writer, image.data, block++);
 				}
@@ -170,7 +208,7 @@ cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const d
 	Assert(meta->first_directory_block == block);
 	for (Size list = 0; list < meta->lists; list += meta->entries_per_directory_page)
 	{
-		init_page(image.data, CVIVF_PAGE_DIRECTORY);
+		cvivf_page_init(image.data, CVIVF_PAGE_DIRECTORY);
 		write_next_block(writer, image.data, block++);
 	}
 	writer->next_block = block;
@@ -189,12 +227,12 @@ flush_data_page(CvIvfBuildWriter *writer, BlockNumber next)
 static void
 start_data_page(CvIvfBuildWriter *writer)
 {
-	CvIvfListEntry *entry = &writer->entries[writer->list];
+	CvIvfListEntry *entry = writer_list_entry(writer, writer->list);
 	BlockNumber block = writer->next_block++;
 
 	if (writer->have_page)
 		flush_data_page(writer, block);
-	init_page(writer->image.data, CVIVF_PAGE_DATA);
+	cvivf_page_init(writer->image.data, CVIVF_PAGE_DATA);
 	writer->have_page = true;
 	writer->page_block = block;
 	if (!BlockNumberIsValid(entry->first_block))
@@ -221,21 +259,21 @@ cvivf_writer_add(CvIvfBuildWriter *writer, ItemPointer tid, const float *vector)
 	Size		remaining = writer->tuple_size - sizeof(header);
 
 	header.heap_tid = *tid;
-	if (!writer->have_page || page_free_bytes(writer->image.data) < sizeof(header))
+	if (!writer->have_page || cvivf_page_free_bytes(writer->image.data) < sizeof(header))
 		start_data_page(writer);
-	page_append(writer->image.data, &header, sizeof(header));
+	cvivf_page_append(writer->image.data, &header, sizeof(header));
 	while (remaining > 0)
 	{
 		Size		take;
 
-		if (page_free_bytes(writer->image.data) == 0)
+		if (cvivf_page_free_bytes(writer->image.data) == 0)
 			start_data_page(writer);
-		take = Min(remaining, page_free_bytes(writer->image.data));
-		page_append(writer->image.data, rest, take);
+		take = Min(remaining, cvivf_page_free_bytes(writer->image.data));
+		cvivf_page_append(writer->image.data, rest, take);
 		rest += take;
 		remaining -= take;
 	}
-	writer->entries[writer->list].tuples++;
+	writer_list_entry(writer, writer->list)->tuples++;
 	writer->meta.build_rows++;
 }
 
@@ -261,13 +299,13 @@ cvivf_writer_finish(CvIvfBuildWriter *writer)
 		flush_data_page(writer, InvalidBlockNumber);
 	for (uint32 first = 0; first < meta->lists; first += per_page)
 	{
-		init_page(image.data, CVIVF_PAGE_DIRECTORY);
-		page_append(image.data, writer->entries + first,
-					sizeof(CvIvfListEntry) * Min(per_page, meta->lists - first));
+		cvivf_page_init(image.data, CVIVF_PAGE_DIRECTORY);
+		cvivf_page_append(image.data, writer->entries + first * writer->entry_size,
+						  writer->entry_size * Min(per_page, meta->lists - first));
 		rewrite_page(writer, meta->first_directory_block + first / per_page, image.data);
 	}
-	init_page(image.data, CVIVF_PAGE_META);
-	page_append(image.data, meta, sizeof(CvIvfMetaPageData));
+	cvivf_page_init(image.data, CVIVF_PAGE_META);
+	cvivf_page_append(image.data, meta, sizeof(CvIvfMetaPageData));
 	rewrite_page(writer, CVIVF_METAPAGE_BLKNO, image.data);
 	if (writer->fork == INIT_FORKNUM)
 		log_newpage_range(writer->index, INIT_FORKNUM, 0,
@@ -289,6 +327,8 @@ typedef struct TupleAppend
 	Buffer	   *fresh;
 	const char *tuple;
 	Size		tuple_size;
+	const CvIvfAppendExtra *extra;	/* NULL, or one more page for the linking record */
+	Buffer		extra_buf;
 } TupleAppend;
 
 /* Writes the part of the tuple that goes on fresh page i (already initialised). */
@@ -297,8 +337,8 @@ fill_fresh_page(const TupleAppend *append, Page page, int i, BlockNumber next)
 {
 	Size		offset = append->head_bytes + (Size) i * CVIVF_PAGE_CAPACITY;
 
-	init_page(page, CVIVF_PAGE_DATA);
-	page_append(page, append->tuple + offset,
+	cvivf_page_init(page, CVIVF_PAGE_DATA);
+	cvivf_page_append(page, append->tuple + offset,
 				Min(CVIVF_PAGE_CAPACITY, append->tuple_size - offset));
 	CvIvfPageGetOpaque(page)->next = next;
 }
@@ -317,7 +357,7 @@ link_tuple(const TupleAppend *append, CvIvfListEntry *entry, Page last_page)
 
 	if (last_page != NULL)
 	{
-		page_append(last_page, append->tuple, append->head_bytes);
+		cvivf_page_append(last_page, append->tuple, append->head_bytes);
 		if (BlockNumberIsValid(first_new))
 			CvIvfPageGetOpaque(last_page)->next = first_new;
 	}
@@ -341,20 +381,28 @@ write_unlinked_pages(const TupleAppend *append, int from, int to)
 	GenericXLogFinish(state);
 }
 
-/* The record that makes the tuple visible: directory, last page, fresh pages [0, in_link). */
+/*
+ * The record that makes the tuple visible: directory, last page, fresh
+ * pages [0, in_link), and the extra page when there is one.
+ */
 static void
-write_linking_record(const TupleAppend *append, int list_slot, int in_link)
+write_linking_record(const TupleAppend *append, const CvIvfMetaPageData *meta, int list,
+					 int in_link)
 {
 	GenericXLogState *state = GenericXLogStart(append->index);
 	Page		directory = GenericXLogRegisterBuffer(state, append->directory, 0);
 	Page		last = BufferIsValid(append->last) ?
 		GenericXLogRegisterBuffer(state, append->last, 0) : NULL;
+	char	   *entry = cvivf_directory_entry(directory, meta, list);
 
 	for (int i = 0; i < in_link; i++)
 		fill_fresh_page(append, GenericXLogRegisterBuffer(state, append->fresh[i],
 														  GENERIC_XLOG_FULL_IMAGE),
 						i, fresh_block(append, i + 1));
-	link_tuple(append, &((CvIvfListEntry *) PageGetContents(directory))[list_slot], last);
+	link_tuple(append, (CvIvfListEntry *) entry, last);
+	if (append->extra != NULL)
+		append->extra->apply(GenericXLogRegisterBuffer(state, append->extra_buf, 0), entry,
+							 append->extra->arg);
 	GenericXLogFinish(state);
 }
 
@@ -371,7 +419,7 @@ plan_append(TupleAppend *append, const CvIvfListEntry *entry)
 		LockBuffer(append->last, BUFFER_LOCK_EXCLUSIVE);
 		cvivf_check_page(append->index, BufferGetPage(append->last), entry->last_block,
 						 CVIVF_PAGE_DATA);
-		free_bytes = page_free_bytes(BufferGetPage(append->last));
+		free_bytes = cvivf_page_free_bytes(BufferGetPage(append->last));
 	}
 	/* a header never straddles pages: it holds the flag VACUUM sets */
 	append->head_bytes = free_bytes >= sizeof(CvIvfTupleHeader) ?
@@ -388,7 +436,20 @@ void
 cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
 				   ItemPointer tid, const float *vector)
 {
-	TupleAppend		append = {0};
+	cvivf_append_tuple_extra(index, meta, list, tid, vector, NULL);
+}
+
+/*
+ * The same, changing one more page (extra, when not NULL) in the record
+ * that links the tuple.  The extra page is locked after the list's pages,
+ * so every appender takes its locks in one order: directory, last page,
+ * fresh pages, extra page.
+ */
+void
+cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list,
+						 ItemPointer tid, const float *vector, const CvIvfAppendExtra *extra)
+{
+	TupleAppend append = {0};
 	CvIvfTupleHeader *header;
 	BlockNumber dir_block = cvivf_directory_block(meta, list);
 	int			in_link;
@@ -405,19 +466,28 @@ cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
 	append.directory = ReadBuffer(index, dir_block);
 	LockBuffer(append.directory, BUFFER_LOCK_EXCLUSIVE);
 	cvivf_check_page(index, BufferGetPage(append.directory), dir_block, CVIVF_PAGE_DIRECTORY);
-	plan_append(&append, &((CvIvfListEntry *) PageGetContents(BufferGetPage(append.directory)))
-				[cvivf_directory_slot(meta, list)]);
+	plan_append(&append, (CvIvfListEntry *) cvivf_directory_entry(BufferGetPage(append.directory),
+																   meta, list));
 	append.fresh = palloc(sizeof(Buffer) * Max(append.new_pages, 1));
 	for (int i = 0; i < append.new_pages; i++)
-		append.fresh[i] = extend_fork(index, MAIN_FORKNUM, true);
+		append.fresh[i] = cvivf_extend(index, MAIN_FORKNUM, true);
+	append.extra = extra;
+	if (extra != NULL)
+	{
+		append.extra_buf = ReadBuffer(index, extra->block);
+		LockBuffer(append.extra_buf, BUFFER_LOCK_EXCLUSIVE);
+	}
 
 	/* continuation pages first, unlinked, until the rest fits one record */
 	in_link = Min(append.new_pages,
-				  MAX_GENERIC_XLOG_PAGES - 1 - (BufferIsValid(append.last) ? 1 : 0));
+				  MAX_GENERIC_XLOG_PAGES - 1 - (BufferIsValid(append.last) ? 1 : 0) -
+				  (extra != NULL ? 1 : 0));
 	for (int from = in_link; from < append.new_pages; from += MAX_GENERIC_XLOG_PAGES)
 		write_unlinked_pages(&append, from, Min(from + MAX_GENERIC_XLOG_PAGES, append.new_pages));
-	write_linking_record(&append, cvivf_directory_slot(meta, list), in_link);
+	write_linking_record(&append, meta, list, in_link);
 
+	if (extra != NULL)
+		UnlockReleaseBuffer(append.extra_buf);
 	for (int i = 0; i < append.new_pages; i++)
 		UnlockReleaseBuffer(append.fresh[i]);
 	if (BufferIsValid(append.last))
@@ -457,8 +527,8 @@ cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list, BlockNu
 	cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_DATA);
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, buf, 0);
-	entry = &((CvIvfListEntry *) PageGetContents(GenericXLogRegisterBuffer(state, dir_buf, 0)))
-		[cvivf_directory_slot(meta, list)];
+	entry = (CvIvfListEntry *) cvivf_directory_entry(GenericXLogRegisterBuffer(state, dir_buf, 0),
+													 meta, list);
 	for (int i = 0; i < count; i++)
 	{
 		CvIvfTupleHeader *header = (CvIvfTupleHeader *) ((char *) page + offsets[i]);

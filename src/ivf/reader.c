@@ -10,6 +10,7 @@
 #include "utils/rel.h"
 
 #include "ivf/ivf.h"
+#include "lattice/lattice.h"
 
 /* Raises index_corrupted unless the page is a cvivf page of the expected kind. */
 void
@@ -56,9 +57,12 @@ cvivf_read_meta(Relation index, CvIvfMetaPageData *meta)
 				 errhint("REINDEX it with this version of clustervec.")));
 }
 
+/* A cvivf directory is contiguous; a cvlattice one is listed in its metapage. */
 BlockNumber
 cvivf_directory_block(const CvIvfMetaPageData *meta, int list)
 {
+	if (cvlattice_is(meta))
+		return meta->directory_blocks[list / meta->entries_per_directory_page];
 	return meta->first_directory_block + list / meta->entries_per_directory_page;
 }
 
@@ -68,7 +72,31 @@ cvivf_directory_slot(const CvIvfMetaPageData *meta, int list)
 	return list % meta->entries_per_directory_page;
 }
 
-/* Copies one list's directory entry. */
+/* Where a list's directory entry starts on its directory page. */
+char *
+cvivf_directory_entry(Page page, const CvIvfMetaPageData *meta, int list)
+{
+	return PageGetContents(page) +
+		cvivf_directory_slot(meta, list) * cvivf_directory_entry_size(meta);
+}
+
+/* Copies one list's whole directory entry (cvivf_directory_entry_size bytes). */
+void
+cvivf_read_list_entry_bytes(Relation index, const CvIvfMetaPageData *meta, int list,
+							void *entry)
+{
+	BlockNumber block = cvivf_directory_block(meta, list);
+	Buffer		buf = ReadBuffer(index, block);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	cvivf_check_page(index, page, block, CVIVF_PAGE_DIRECTORY);
+	memcpy(entry, cvivf_directory_entry(page, meta, list), cvivf_directory_entry_size(meta));
+	UnlockReleaseBuffer(buf);
+}
+
+/* Copies one list's directory entry: cvivf's part of it, for either kind. */
 void
 cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta, int list,
 					  CvIvfListEntry *entry)
@@ -80,15 +108,20 @@ cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta, int list,
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	cvivf_check_page(index, page, block, CVIVF_PAGE_DIRECTORY);
-	*entry = ((CvIvfListEntry *) PageGetContents(page))[cvivf_directory_slot(meta, list)];
+	memcpy(entry, cvivf_directory_entry(page, meta, list), sizeof(CvIvfListEntry));
 	UnlockReleaseBuffer(buf);
 }
 
-/* Copies every list's directory entry (lists entries), one page at a time. */
-void
-cvivf_read_directory(Relation index, const CvIvfMetaPageData *meta, CvIvfListEntry *entries)
+/*
+ * Copies every list's directory entry, whole (entry_size bytes each, into
+ * out) or cvivf's part (into entries), one page at a time.
+ */
+static void
+read_directory(Relation index, const CvIvfMetaPageData *meta, CvIvfListEntry *entries,
+			   char *out)
 {
 	uint32		per_page = meta->entries_per_directory_page;
+	Size		size = cvivf_directory_entry_size(meta);
 
 	for (uint32 first = 0; first < meta->lists; first += per_page)
 	{
@@ -99,11 +132,30 @@ cvivf_read_directory(Relation index, const CvIvfMetaPageData *meta, CvIvfListEnt
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		cvivf_check_page(index, page, block, CVIVF_PAGE_DIRECTORY);
-		memcpy(entries + first,
-			   (CvIvfListEntry *) PageGetContents(page) + cvivf_directory_slot(meta, first),
-			   sizeof(CvIvfListEntry) * Min(per_page, meta->lists - first));
+		for (uint32 list = first; list < Min(first + per_page, meta->lists); list++)
+		{
+			if (out != NULL)
+				memcpy(out + list * size, cvivf_directory_entry(page, meta, list), size);
+			else
+				memcpy(entries + list, cvivf_directory_entry(page, meta, list),
+					   sizeof(CvIvfListEntry));
+		}
 		UnlockReleaseBuffer(buf);
 	}
+}
+
+/* Copies every list's directory entry (cvivf's part of it: lists entries). */
+void
+cvivf_read_directory(Relation index, const CvIvfMetaPageData *meta, CvIvfListEntry *entries)
+{
+	read_directory(index, meta, entries, NULL);
+}
+
+/* Copies every list's whole directory entry (lists x entry size bytes). */
+void
+cvivf_read_directory_bytes(Relation index, const CvIvfMetaPageData *meta, char *out)
+{
+	read_directory(index, meta, NULL, out);
 }
 
 /* Copies the floats of one centroid page (or one page of a wide centroid). */
@@ -120,6 +172,42 @@ read_centroid_page(Relation index, BlockNumber block, float *out, Size floats)
 	UnlockReleaseBuffer(buf);
 }
 
+/* A cvlattice index's centroids, each where its directory entry says. */
+static void
+read_lattice_centroids(Relation index, const CvIvfMetaPageData *meta, float *centroids)
+{
+	Size		dim = meta->dimensions;
+	CvLatticeListEntry *entries = palloc(sizeof(CvLatticeListEntry) * Max(meta->lists, 1));
+	Buffer		buf = InvalidBuffer;
+
+	cvivf_read_directory_bytes(index, meta, (char *) entries);
+	for (uint32 list = 0; list < meta->lists; list++)
+	{
+		BlockNumber block = entries[list].centroid_block;
+		Page		page;
+
+		if (!BufferIsValid(buf) || BufferGetBlockNumber(buf) != block)
+		{
+			if (BufferIsValid(buf))
+				UnlockReleaseBuffer(buf);
+			buf = ReadBuffer(index, block);
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_CENTROID);
+		}
+		page = BufferGetPage(buf);
+		if (entries[list].centroid_offset + sizeof(float) * dim > ((PageHeader) page)->pd_lower)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" has no centroid of list %u at block %u",
+							RelationGetRelationName(index), list, block)));
+		memcpy(centroids + list * dim, (char *) page + entries[list].centroid_offset,
+			   sizeof(float) * dim);
+	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
+	pfree(entries);
+}
+
 /* All centroids, lists x dimensions floats in list order (NULL without centroids). */
 float *
 cvivf_read_centroids(Relation index, const CvIvfMetaPageData *meta)
@@ -132,7 +220,12 @@ cvivf_read_centroids(Relation index, const CvIvfMetaPageData *meta)
 	if (meta->flags & CVIVF_META_NO_CENTROIDS)
 		return NULL;
 	centroids = MemoryContextAllocHuge(CurrentMemoryContext,
-									   sizeof(float) * dim * meta->lists);
+									   sizeof(float) * Max(dim * meta->lists, 1));
+	if (cvlattice_is(meta))
+	{
+		read_lattice_centroids(index, meta, centroids);
+		return centroids;
+	}
 	if (meta->centroids_per_page > 0)
 	{
 		for (Size first = 0; first < meta->lists; first += meta->centroids_per_page)

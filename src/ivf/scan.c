@@ -6,6 +6,10 @@
  * opens the next-nearest lists while the executor keeps asking (a filtered
  * query still gets its k rows); tuples of lists opened later may be closer
  * than some already returned.
+ *
+ * cvlattice indexes use these same callbacks: src/lattice/scan.c decides
+ * which lists to read (those of the scan's label keys, or the nearest
+ * centroids) and how many at once, and the GPU worker never serves them.
  */
 #include "postgres.h"
 
@@ -19,6 +23,7 @@
 
 #include "ivf/ivf.h"
 #include "ivf/scan_gpu.h"
+#include "lattice/lattice.h"
 #include "math/distance.h"
 #include "math/distance_bound.h"
 #include "type/cvec.h"
@@ -38,11 +43,7 @@ typedef struct Candidate
 	BlockNumber block;
 } Candidate;
 
-typedef struct RankedList
-{
-	double		distance;
-	int			list;
-} RankedList;
+typedef CvIvfRankedList RankedList;
 
 typedef struct CvIvfScanState
 {
@@ -55,6 +56,7 @@ typedef struct CvIvfScanState
 	RankedList *ranked;			/* lists, nearest first */
 	int			lists_opened;
 	int			max_lists;
+	int			batch;			/* lists opened at once */
 	Candidate  *heap;
 	float	   *vector;			/* a re-read candidate */
 	Size		heap_size;
@@ -213,18 +215,14 @@ scan_list_limit(const CvIvfScanState *state)
 
 	if (state->meta.flags & CVIVF_META_NO_CENTROIDS)
 		return lists;
-	if (cvivf_iterative_scan == CVIVF_ITERATIVE_OFF)
-		return Min(cvivf_probes, lists);
-	if (cvivf_max_probes < 0)
-		return lists;
-	return Min(Max(cvivf_max_probes, cvivf_probes), lists);
+	return cvivf_scan_limit(lists);
 }
 
 /* Reads the next batch of lists into the heap; false when none is left. */
 static bool
 open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
 {
-	int			batch = Min(cvivf_probes, state->max_lists - state->lists_opened);
+	int			batch = Min(state->batch, state->max_lists - state->lists_opened);
 
 	if (batch <= 0)
 		return false;
@@ -260,6 +258,13 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 						   state->meta.dimensions)));
 	state->started = true;
 	pgstat_count_index_scan(scan->indexRelation);
+	state->batch = cvivf_probes;
+	if (cvlattice_is(&state->meta))
+	{
+		cvlattice_plan_scan(scan, &state->meta, state->query_is_null ? NULL : state->query,
+							&state->ranked, &state->max_lists, &state->batch);
+		return;
+	}
 	if (!state->query_is_null)
 		state->gpu = cvivf_gpu_scan_begin(scan->indexRelation, &state->meta, state->query,
 										  Min(cvivf_probes, (int) state->meta.lists));
@@ -333,7 +338,7 @@ cvivfbeginscan(Relation index, int nkeys, int norderbys)
 
 /* Takes the query vector from the ORDER BY key; a NULL query orders nothing. */
 void
-cvivfrescan(IndexScanDesc scan, ScanKey keys pg_attribute_unused(), int nkeys pg_attribute_unused(), ScanKey orderbys, int norderbys pg_attribute_unused())
+cvivfrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(), ScanKey orderbys, int norderbys pg_attribute_unused())
 {
 	CvIvfScanState *state = (CvIvfScanState *) scan->opaque;
 	MemoryContext old;
@@ -341,6 +346,9 @@ cvivfrescan(IndexScanDesc scan, ScanKey keys pg_attribute_unused(), int nkeys pg
 	MemoryContextReset(state->context);
 	memset((char *) state + offsetof(CvIvfScanState, meta), 0,
 		   sizeof(CvIvfScanState) - offsetof(CvIvfScanState, meta));
+	/* cvlattice's label conditions; cvivf has none */
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	if (orderbys && scan->numberOfOrderBys > 0)
 		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
 	old = MemoryContextSwitchTo(state->context);

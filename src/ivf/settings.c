@@ -75,6 +75,17 @@ cvivf_define_settings(void)
 	define_reloptions();
 }
 
+/* How many of lists a scan may open in all under the current settings. */
+int
+cvivf_scan_limit(int lists)
+{
+	if (cvivf_iterative_scan == CVIVF_ITERATIVE_OFF)
+		return Min(cvivf_probes, lists);
+	if (cvivf_max_probes < 0)
+		return lists;
+	return Min(Max(cvivf_max_probes, cvivf_probes), lists);
+}
+
 bytea *
 cvivfoptions(Datum reloptions, bool validate)
 {

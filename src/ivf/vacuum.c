@@ -91,6 +91,19 @@ IndexBulkDeleteResult *
 cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				IndexBulkDeleteCallback callback, void *callback_state)
 {
+	return cvivf_bulkdelete_lists(info, stats, callback, callback_state, NULL, NULL);
+}
+
+/*
+ * The bulk delete of both kinds: after the dead tuples of a list are
+ * flagged, changed (when not NULL) is told about the list, before the
+ * generation goes up the second time (cvlattice recomputes its mean there).
+ */
+IndexBulkDeleteResult *
+cvivf_bulkdelete_lists(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+					   IndexBulkDeleteCallback callback, void *callback_state,
+					   CvIvfListChanged changed, void *arg)
+{
 	Relation	index = info->index;
 	CvIvfMetaPageData meta;
 	BulkDeleteState state = {0};
@@ -107,13 +120,17 @@ cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	for (uint32 list = 0; list < meta.lists; list++)
 	{
 		CvIvfListEntry entry;
+		int64		removed;
 
 		cvivf_read_list_entry(index, &meta, list, &entry);
 		if (!BlockNumberIsValid(entry.first_block))
 			continue;
 		cvivf_scan_list(index, &meta, entry.first_block, false, info->strategy,
 						judge_tuple, &state);
-		removed_total += flag_dead(index, &meta, list, &state, info->strategy);
+		removed = flag_dead(index, &meta, list, &state, info->strategy);
+		if (removed > 0 && changed != NULL)
+			changed(index, &meta, list, info->strategy, arg);
+		removed_total += removed;
 		vacuum_delay_point();
 	}
 	/*

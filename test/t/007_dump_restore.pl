@@ -5,12 +5,14 @@
 # in tables (avg, sum, cluster_stats, user aggregates over the support
 # functions, cluster_health's rows), a view and a materialized view, and
 # every index kind (cvivf with each opclass, a partial and an expression
-# cvivf index, one on the materialized view, btree cvec_ops) is dumped as
+# cvivf index, one on the materialized view, btree cvec_ops, cvlattice in
+# both column orders, one partial) is dumped as
 # plain SQL, custom and directory format, and restored into fresh databases
 # (the plain one on the same server, the others on a second server, the
 # directory one with two parallel jobs).  Each restored database must equal
 # the source: the same columns and index definitions, every row (count and
-# text form), every index valid and verified by cvivf_verify, the same lists
+# text form), every index valid and verified by cvivf_verify or
+# cvlattice_verify, the same lists
 # (same data, same order, same seed: the same centroids), the same answers
 # to ORDER BY <op> LIMIT through each index (all lists probed and the
 # default probes), and final functions over the stored states give the
@@ -113,6 +115,9 @@ CREATE INDEX items_cos ON items USING cvivf (v cvec_cosine_ops) WITH (lists = 6,
 CREATE INDEX items_part ON items USING cvivf (v) WITH (lists = 4, seed = 7) WHERE grp < 4;
 CREATE INDEX items_expr ON items USING cvivf (l2_normalize(v) cvec_ip_ops) WITH (lists = 4, seed = 7);
 CREATE INDEX items_btree ON items USING btree (v cvec_ops);
+CREATE INDEX items_lattice ON items USING cvlattice (v, grp);
+-- partial: the unfiltered cosine queries keep to items_cos
+CREATE INDEX items_lattice_cos ON items USING cvlattice (grp, v cvec_cosine_ops) WHERE grp < 6;
 CREATE INDEX normed_cos ON normed USING cvivf (u cvec_cosine_ops) WITH (lists = 5, seed = 7);
 });
 
@@ -198,6 +203,7 @@ is(sql($source, $db, q{SELECT v FROM items WHERE id = 3001}),
 # ---------------------------------------------------------------- fingerprint
 my @tables = qw(items group_stats group_stats_flat group_states whole health health_summary normed near_origin);
 my @cvivf = qw(items_l2 items_ip items_cos items_part items_expr normed_cos);
+my @lattice = qw(items_lattice items_lattice_cos);
 my %queries = map { $_ => sql($source, $db, "SELECT v FROM items WHERE id = $_") } (1, 777, 2024);
 
 # name => [index, query text]: the rows an ORDER BY ... LIMIT reads through each index
@@ -216,6 +222,10 @@ sub knn_queries
 			"SELECT id, l2_normalize(v) <#> l2_normalize($qv) AS d FROM items ORDER BY l2_normalize(v) <#> l2_normalize($qv) LIMIT 15"];
 		$q{"matview q$id"} = ['normed_cos',
 			"SELECT id, u <=> $qv AS d FROM normed ORDER BY u <=> $qv LIMIT 15"];
+		$q{"lattice q$id"} = ['items_lattice',
+			"SELECT id, v <-> $qv AS d FROM items WHERE grp = 2 ORDER BY v <-> $qv LIMIT 15"];
+		$q{"lattice any q$id"} = ['items_lattice_cos',
+			"SELECT id, v <=> $qv AS d FROM items WHERE grp = ANY('{1,3}') ORDER BY v <=> $qv LIMIT 15"];
 	}
 	$q{'btree'} = ['items_btree', 'SELECT id, 0 AS d FROM items WHERE v IS NOT NULL ORDER BY v LIMIT 25'];
 	return %q;
@@ -250,13 +260,19 @@ WHERE n.nspname = 'public'});
 		$f{"lists $i"} = sql($node, $dbname,
 			"SELECT string_agg(list || ':' || tuples || ':' || coalesce(centroid_norm::text, '-'), ' ' ORDER BY list) FROM cvivf_lists('$i')");
 	}
+	for my $i (@lattice)
+	{
+		$f{"lists $i"} = sql($node, $dbname,
+			"SELECT string_agg(list || ':' || coalesce(label, 'NULL') || ':' || members || ':' || coalesce(centroid::text, '-'), ' ' ORDER BY list) FROM cvlattice_lists('$i')");
+	}
 	my %knn = knn_queries();
 	for my $name (sort keys %knn)
 	{
 		my ($index, $query) = @{ $knn{$name} };
 		my $settings = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off;';
+		my $lists = $index =~ /lattice/ ? 'cvlattice_lists' : 'cvivf_lists';
 		my $all = $index eq 'items_btree' ? '' :
-		  "SET clustervec.probes = " . sql($node, $dbname, "SELECT count(*) FROM cvivf_lists('$index')") . ';';
+		  "SET clustervec.probes = " . sql($node, $dbname, "SELECT count(*) FROM $lists('$index')") . ';';
 		$f{"plan $name"} = sql($node, $dbname, "$settings EXPLAIN (COSTS OFF) $query") =~ /Index Scan using $index / ? $index : 'other plan';
 		$f{"knn $name"} = sql($node, $dbname,
 			"$settings SELECT string_agg(id || ':' || d, ' ' ORDER BY d, id) FROM ($query) s");
@@ -283,6 +299,10 @@ for my $i (@cvivf)
 {
 	cv_verify_ok($source, $i, "source: cvivf_verify($i)", $db);
 }
+for my $i (@lattice)
+{
+	is(sql($source, $db, "SELECT count(*) FROM (SELECT cvlattice_verify('$i')) v"), '1', "source: cvlattice_verify($i)");
+}
 
 # ---------------------------------------------------------------- dump, restore, compare
 my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -300,6 +320,10 @@ sub restored_ok
 	for my $i (@cvivf)
 	{
 		cv_verify_ok($node, $i, "$how: cvivf_verify($i)", $dbname);
+	}
+	for my $i (@lattice)
+	{
+		is(sql($node, $dbname, "SELECT count(*) FROM (SELECT cvlattice_verify('$i')) v"), '1', "$how: cvlattice_verify($i)");
 	}
 	for my $key (sort keys %$want)
 	{
