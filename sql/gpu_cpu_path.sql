@@ -45,3 +45,32 @@ RESET ROLE;
 DROP ROLE knn_reader;
 DROP VIEW knn_view;
 DROP TABLE knn;
+-- EXPLAIN ANALYZE says which index scans the GPU served, or why not
+CREATE TABLE ex (id int, c int, v cvec(3));
+INSERT INTO ex SELECT i, i % 4, ARRAY[i % 4, i % 7, i % 11]::cvec FROM generate_series(1, 200) i;
+CREATE INDEX ex_ivf ON ex USING cvivf (v) WITH (lists = 4);
+CREATE INDEX ex_lat ON ex USING cvlattice (v, c);
+SET enable_seqscan = off;
+SELECT count(*) FROM (SELECT id FROM ex ORDER BY v <-> '[1,1,1]' LIMIT 3) s;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+	SELECT id FROM ex ORDER BY v <-> '[1,1,1]' LIMIT 3;
+SET clustervec.gpu = off;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+	SELECT id FROM ex ORDER BY v <-> '[1,1,1]' LIMIT 3;
+RESET clustervec.gpu;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+	SELECT id FROM ex WHERE c = 2 ORDER BY v <-> '[1,1,1]' LIMIT 3;
+-- no line without ANALYZE, nor in other formats
+EXPLAIN (COSTS OFF) SELECT id FROM ex ORDER BY v <-> '[1,1,1]' LIMIT 3;
+DO $$
+DECLARE
+	line text;
+	found bool := false;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM ex ORDER BY v <-> ''[1,1,1]'' LIMIT 3' LOOP
+		found := found OR line LIKE '%clustervec%';
+	END LOOP;
+	RAISE NOTICE 'the JSON plan mentions clustervec: %', found;
+END $$;
+RESET enable_seqscan;
+DROP TABLE ex;

@@ -12,6 +12,7 @@
 #include "compat.h"
 #include "gpu/gpu.h"
 #include "ivf/ivf.h"
+#include "ivf/scan_report.h"
 #include "math/distance.h"
 
 PG_MODULE_MAGIC;
@@ -69,6 +70,7 @@ _PG_init(void)
 	cvivf_define_settings();
 	cv_health_define_settings();
 	cv_gpu_define_settings();
+	cv_scan_report_install_hook();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		cv_gpu_preload();

@@ -23,6 +23,7 @@
 
 #include "ivf/ivf.h"
 #include "ivf/scan_gpu.h"
+#include "ivf/scan_report.h"
 #include "lattice/lattice.h"
 #include "math/distance.h"
 #include "math/distance_bound.h"
@@ -261,6 +262,7 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 	state->batch = cvivf_probes;
 	if (cvlattice_is(&state->meta))
 	{
+		cv_scan_report(CV_SCAN_CPU_LATTICE);
 		cvlattice_plan_scan(scan, &state->meta, state->query_is_null ? NULL : state->query,
 							&state->ranked, &state->max_lists, &state->batch);
 		return;

@@ -18,6 +18,7 @@
 #include "gpu/gpu.h"
 #include "ivf/mirror.h"
 #include "ivf/scan_gpu.h"
+#include "ivf/scan_report.h"
 
 #define FIRST_WIDTH 64
 
@@ -49,12 +50,21 @@ cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float 
 	CvGpuMirrorKey key;
 	int			mirror;
 
-	if ((meta->flags & CVIVF_META_NO_CENTROIDS) || !cv_gpu_should_use())
+	if (meta->flags & CVIVF_META_NO_CENTROIDS)
+	{
+		cv_scan_report(CV_SCAN_CPU_EMPTY);
 		return NULL;
+	}
+	if (!cv_gpu_should_use())
+	{
+		cv_scan_report(cv_gpu_mode == CV_GPU_OFF ? CV_SCAN_CPU_OFF : CV_SCAN_CPU_NO_WORKER);
+		return NULL;
+	}
 	cvivf_mirror_key(index, meta, &key);
 	mirror = cv_gpu_mirror_find(&key);
 	if (mirror < 0)
 	{
+		cv_scan_report(CV_SCAN_CPU_NO_MIRROR);
 		cvivf_mirror_request(index, &key);
 		return NULL;
 	}
@@ -97,6 +107,9 @@ fetch(CvIvfGpuScan *scan, int width)
 			pfree(scan->candidates);
 		cvivf_mirror_merge(scan->index, scan->meta, scan->directory, scan->query, &answer, 0,
 						   &scan->candidates, &scan->trusted, &scan->exhausted);
+		if (scan->width == 0)
+			cv_scan_report(CV_SCAN_GPU);
+		cv_scan_report_answer(width);
 		scan->width = width;
 		cv_gpu_search_answer_free(&answer);
 		scan->next = 0;
@@ -106,7 +119,13 @@ fetch(CvIvfGpuScan *scan, int width)
 			scan->next++;
 	}
 	else
+	{
 		cv_gpu_fall_back("an index scan", &error);
+		if (scan->width > 0)
+			cv_scan_report_takeover();
+		else
+			cv_scan_report(error.code == CV_GPU_ERR_BUSY ? CV_SCAN_CPU_BUSY : CV_SCAN_CPU_FAILED);
+	}
 	return ok;
 }
 
@@ -139,8 +158,12 @@ cvivf_gpu_scan_next(CvIvfGpuScan *scan, ItemPointer tid, double *distance)
 	{
 		if (scan->exhausted)
 			return CVIVF_GPU_LISTS_DONE;
-		if (scan->width >= CV_GPU_SEARCH_MAX_K ||
-			!fetch(scan, Min(CV_GPU_SEARCH_MAX_K, scan->width * 4)))
+		if (scan->width >= CV_GPU_SEARCH_MAX_K)
+		{
+			cv_scan_report_takeover();
+			return CVIVF_GPU_GIVE_UP;
+		}
+		if (!fetch(scan, Min(CV_GPU_SEARCH_MAX_K, scan->width * 4)))
 			return CVIVF_GPU_GIVE_UP;
 	}
 	*tid = scan->candidates[scan->next].tid;

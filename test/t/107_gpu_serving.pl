@@ -57,6 +57,16 @@ SELECT clustervec_gpu_warm('s_l2'), clustervec_gpu_warm('s_cos');
 });
 is(sql("SELECT count(*) FROM clustervec_gpu_mirrors()"), '2', 'both indexes are mirrored');
 
+# EXPLAIN ANALYZE says the GPU served the scan (and when not, why)
+my $explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+  . "SELECT id FROM s ORDER BY v <-> (SELECT v FROM s WHERE id = 7) LIMIT 10";
+like(sql("SET enable_seqscan = off; $explain"),
+	qr/clustervec: 1 index scan on the GPU worker \(1 answer, 64 candidates\)/,
+	'EXPLAIN ANALYZE: the GPU worker served the index scan');
+like(sql("SET enable_seqscan = off; SET clustervec.gpu = off; $explain"),
+	qr/clustervec: 1 index scan on the CPU: clustervec.gpu is off/,
+	'EXPLAIN ANALYZE: the CPU ran it under clustervec.gpu = off');
+
 # 40 queries per call, keyed so every session can build them
 my $queries = "ARRAY(SELECT cv_keyed_point((q % 40)::int, $d, 3.0, 900000 + q) "
   . "FROM generate_series(\$1, \$1 + 39) q)";
