@@ -83,10 +83,14 @@ CREATE FUNCTION cvec_sub(cvec, cvec) RETURNS cvec
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION cvec_mul(cvec, cvec) RETURNS cvec
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION cvec_concat(cvec, cvec) RETURNS cvec
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE OPERATOR + (LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_add, COMMUTATOR = +);
 CREATE OPERATOR - (LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_sub);
 CREATE OPERATOR * (LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_mul, COMMUTATOR = *);
+-- without it, cvec || '[4,5]' resolves to text concatenation (anynonarray || text)
+CREATE OPERATOR || (LEFTARG = cvec, RIGHTARG = cvec, FUNCTION = cvec_concat);
 
 -- comparison ----------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ INSERT INTO priv_functions VALUES
 	('cvec_add(cvec,cvec)', 'pure', NULL),
 	('cvec_sub(cvec,cvec)', 'pure', NULL),
 	('cvec_mul(cvec,cvec)', 'pure', NULL),
+	('cvec_concat(cvec,cvec)', 'pure', NULL),
 	('cvec_lt(cvec,cvec)', 'pure', NULL),
 	('cvec_le(cvec,cvec)', 'pure', NULL),
 	('cvec_eq(cvec,cvec)', 'pure', NULL),

@@ -12,6 +12,7 @@
 PG_FUNCTION_INFO_V1(cvec_add);
 PG_FUNCTION_INFO_V1(cvec_sub);
 PG_FUNCTION_INFO_V1(cvec_mul);
+PG_FUNCTION_INFO_V1(cvec_concat);
 PG_FUNCTION_INFO_V1(cvec_dims);
 PG_FUNCTION_INFO_V1(cvec_l2_normalize);
 PG_FUNCTION_INFO_V1(cvec_subvector);
@@ -60,6 +61,30 @@ Datum
 cvec_mul(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_CVEC_P(elementwise(PG_GETARG_CVEC_P(0), PG_GETARG_CVEC_P(1), OP_MUL));
+}
+
+/*
+ * a || b: the elements of a, then those of b, as pgvector's vector_concat;
+ * the result carries no typmod, as any function result.
+ */
+Datum
+cvec_concat(PG_FUNCTION_ARGS)
+{
+	CVec	   *a = PG_GETARG_CVEC_P(0);
+	CVec	   *b = PG_GETARG_CVEC_P(1);
+	int			dim = a->dim + b->dim;
+	CVec	   *result;
+
+	if (dim > CVEC_MAX_DIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cvec cannot have more than %d dimensions", CVEC_MAX_DIM),
+				 errdetail("Concatenating cvecs of %d and %d dimensions would give %d.",
+						   a->dim, b->dim, dim)));
+	result = cvec_alloc(dim);
+	memcpy(result->x, a->x, sizeof(float) * a->dim);
+	memcpy(result->x + a->dim, b->x, sizeof(float) * b->dim);
+	PG_RETURN_CVEC_P(result);
 }
 
 Datum
