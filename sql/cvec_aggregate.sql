@@ -24,6 +24,17 @@ SELECT cvec_combine(cvec_accum('{0}', '[1,2]'), cvec_accum('{0}', '[1,2,3]'));
 SELECT cvec_avg('{1,2}'::float8[]), cvec_avg('{0}');
 SELECT cvec_avg('{{1,2}}'::float8[]);
 SELECT cvec_avg('{1,NULL}'::float8[]);
+-- a state of no rows, called directly: NULL, as the aggregates over no rows
+-- (they call the same final functions on INITCOND '{0}'), never a vector of
+-- 0 dimensions, which no dump could restore; a state without its count, or a
+-- count of rows without sums or of no rows with sums, is an error
+SELECT cvec_avg('{0}') IS NULL AS avg_null, cvec_sum('{0}') IS NULL AS sum_null,
+	cvec_sum(cvec_combine('{0}', '{0}')) IS NULL AS combined_null;
+SELECT cvec_sum('{}'::float8[]);
+SELECT cvec_avg('{}'::float8[]);
+SELECT cvec_sum('{1}');
+SELECT cvec_avg('{2}');
+SELECT cvec_sum('{0,5}');
 SELECT aggcombinefn, aggserialfn, aggdeserialfn, aggtranstype::regtype
 FROM pg_aggregate WHERE aggfnoid IN ('avg(cvec)'::regprocedure, 'sum(cvec)'::regprocedure);
 -- parallel aggregation: partial states combined from the workers

@@ -26,7 +26,8 @@ invalid_state(const char *why)
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_EXCEPTION),
 			 errmsg("invalid cvec aggregate state"),
-			 errdetail("Expected a float8[] of the form {count, sum_1, ..., sum_d}: %s.", why)));
+			 errdetail("Expected a float8[] of the form {count, sum_1, ..., sum_d}: %s.", why),
+			 errhint("Pass a state made by cvec_accum or cvec_combine; '{0}' is the state of no rows.")));
 }
 
 /*
@@ -41,6 +42,8 @@ state_elements(ArrayType *state, int *dim)
 	int			length;
 	float8	   *values;
 
+	if (ARR_NDIM(state) == 0)
+		invalid_state("the array is empty, without even the count");
 	if (ARR_NDIM(state) != 1 || ARR_HASNULL(state) || ARR_ELEMTYPE(state) != FLOAT8OID)
 		invalid_state("not a one-dimensional float8[] without NULLs");
 	length = ARR_DIMS(state)[0];
