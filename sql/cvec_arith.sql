@@ -6,6 +6,20 @@ SELECT '[3e38]'::cvec + '[3e38]';
 SELECT '[-3e38]'::cvec - '[3e38]';
 SELECT '[1,1e20]'::cvec * '[1,1e20]';
 SELECT '[3e38]'::cvec + '[-3e38]';
+-- underflow to 0 is an error too, as float4 * (22003); a 0 operand is not
+SELECT '[1e-37]'::cvec * '[1e-37]';
+SELECT '1e-37'::float4 * '1e-37'::float4;
+\set VERBOSITY sqlstate
+SELECT '[1e-37]'::cvec * '[1e-37]';
+\set VERBOSITY default
+SELECT '[1,-1e-30]'::cvec * '[2,1e-30]';
+SELECT '[0,1e-37,-0]'::cvec * '[1e-37,0,5]';
+-- a subnormal product is not 0: kept, as float4 * keeps it
+SELECT '[1e-20]'::cvec * '[1e-20]', '1e-20'::float4 * '1e-20'::float4;
+-- + and -: overflow on either sign; exact cancellation to 0 is no underflow
+SELECT '[-3e38]'::cvec + '[-3e38]';
+SELECT '[3e38]'::cvec - '[-3e38]';
+SELECT '[1e-37]'::cvec - '[1e-37]', '[1e-45]'::cvec + '[-1e-45]';
 -- dimension mismatch
 SELECT '[1,2]'::cvec + '[1]';
 SELECT '[1,2]'::cvec - '[1]';

@@ -24,6 +24,21 @@ typedef enum ElementwiseOp
 	OP_MUL
 } ElementwiseOp;
 
+/*
+ * A product of two nonzero elements that rounds to 0 is an error, as
+ * float4 * is in PostgreSQL (and pgvector's *), never a stored 0.
+ */
+static void
+check_no_underflow(const CVec *a, const CVec *b, const CVec *product)
+{
+	for (int i = 0; i < product->dim; i++)
+		if (product->x[i] == 0 && a->x[i] != 0 && b->x[i] != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("value out of range: underflow"),
+					 errdetail("Element %d of the result underflows float4.", i + 1)));
+}
+
 /* Applies op to each pair of elements; float4 arithmetic, as pgvector. */
 static CVec *
 elementwise(const CVec *a, const CVec *b, ElementwiseOp op)
@@ -42,6 +57,8 @@ elementwise(const CVec *a, const CVec *b, ElementwiseOp op)
 			result->x[i] = a->x[i] * b->x[i];
 	}
 	cvec_check_result_finite(result);
+	if (op == OP_MUL)
+		check_no_underflow(a, b, result);
 	return result;
 }
 
