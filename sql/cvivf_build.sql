@@ -93,4 +93,18 @@ UPDATE counted SET v = NULL;
 REINDEX INDEX counted_cos;
 SELECT reltuples FROM pg_class WHERE relname = 'counted';
 
+-- the sample notice counts the rows the scan read, not the planner's
+-- estimate: 20,000 rows, of which only the rows with a vector are sampled
+CREATE TABLE sampled (id int, v cvec(64)) WITH (autovacuum_enabled = false);
+INSERT INTO sampled SELECT i, CASE WHEN i % 10 < 3 THEN array_fill((i % 97)::real, ARRAY[64])::cvec END
+	FROM generate_series(1, 20000) i;
+ANALYZE sampled;
+SET maintenance_work_mem = '1MB';
+-- 6,000 vectors, more than the 1 MB reservoir holds: the notice says 6,000
+CREATE INDEX sampled_idx ON sampled USING cvivf (v);
+-- 2,000 vectors in a partial index: all of them fit, so no notice
+CREATE INDEX sampled_part ON sampled USING cvivf (v) WHERE id % 10 = 0;
+SELECT sum(tuples) FROM cvivf_lists('sampled_part');
+RESET maintenance_work_mem;
+DROP TABLE sampled;
 DROP TABLE few, empty, untyped, wide, counted;

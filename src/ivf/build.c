@@ -52,6 +52,7 @@ typedef struct BuildState
 	float	   *sample;
 	int64		sample_capacity;
 	int64		sample_count;
+	bool		sample_capped;	/* maintenance_work_mem held the reservoir down */
 	int64		rows;			/* rows with an indexable vector */
 	double		heap_tuples;	/* live rows the scan read, indexable or not */
 	bool		use_gpu;		/* the GPU worker runs k-means and assignment */
@@ -137,7 +138,8 @@ indexable_vector(BuildState *state, Datum value, bool isnull)
 }
 
 static int64 choose_sample_capacity(Relation index, const CvIvfOptions *options,
-									int lists, int dims, double estimated_rows);
+									int lists, int dims, double estimated_rows,
+									bool *capped);
 
 /* The reservoir, sized once the first vector tells the dimensions. */
 static void
@@ -146,7 +148,8 @@ allocate_sample(BuildState *state)
 	state->sample_capacity = choose_sample_capacity(state->index, state->options,
 													state->estimated_lists,
 													state->dimensions,
-													state->estimated_rows);
+													state->estimated_rows,
+													&state->sample_capped);
 	state->sample = MemoryContextAllocHuge(state->tuple_context->parent,
 										   sizeof(float) * state->dimensions *
 										   state->sample_capacity);
@@ -201,24 +204,37 @@ megabytes_up(Size bytes)
 	return (bytes + 1024 * 1024 - 1) / (1024 * 1024);
 }
 
+/* The memory of a sample of rows vectors and of lists centroids. */
+static Size
+sample_bytes(int dims, int lists, int64 rows)
+{
+	Size		row_bytes = sizeof(float) * (Size) dims;
+
+	/* centroids, k-means and assignment copies */
+	return 3 * row_bytes * lists + row_bytes * (Size) Max(rows, lists);
+}
+
 /*
  * How many rows pass 1 keeps: sample_rows, or 50 per list (at least
  * 10,000, at most about the table's rows), within maintenance_work_mem
- * together with the centroids.
+ * together with the centroids.  The reservoir is sized before the scan,
+ * from the planner's estimate; *capped says maintenance_work_mem held it
+ * down, which report_capped_sample tells once the rows are counted.
  */
 static int64
 choose_sample_capacity(Relation index, const CvIvfOptions *options, int lists, int dims,
-					   double estimated_rows)
+					   double estimated_rows, bool *capped)
 {
 	Size		row_bytes = sizeof(float) * (Size) dims;
-	Size		centroid_bytes = 3 * row_bytes * lists;	/* centroids, k-means and assignment copies */
+	Size		centroid_bytes = 3 * row_bytes * lists;
 	Size		budget = (Size) maintenance_work_mem * 1024;
 	int64		wanted = options->sample_rows > 0 ? options->sample_rows :
 		Min(Max((int64) MIN_AUTO_SAMPLE, (int64) SAMPLE_PER_LIST * lists),
 			(int64) (estimated_rows * 1.2) + 100);
-	Size		needed = centroid_bytes + row_bytes * (Size) Max(wanted, lists);
+	Size		needed = sample_bytes(dims, lists, wanted);
 	int64		fits;
 
+	*capped = false;
 	if (needed <= budget)
 		return wanted;
 	fits = budget > centroid_bytes ? (int64) ((budget - centroid_bytes) / row_bytes) : 0;
@@ -230,12 +246,31 @@ choose_sample_capacity(Relation index, const CvIvfOptions *options, int lists, i
 						maintenance_work_mem / 1024),
 				 errhint("Increase maintenance_work_mem to at least %zu MB, or use fewer lists or sample_rows.",
 						 megabytes_up(needed))));
+	*capped = true;
+	return fits;
+}
+
+/*
+ * After pass 1, with the rows counted rather than estimated: whether the
+ * reservoir maintenance_work_mem allowed kept fewer rows than the full
+ * sample of the rows actually scanned would hold.
+ */
+static void
+report_capped_sample(const BuildState *state)
+{
+	int			lists = choose_lists(state->options, (double) state->rows);
+	int64		full = Min(Max((int64) MIN_AUTO_SAMPLE, (int64) SAMPLE_PER_LIST * lists),
+						   state->rows);
+
+	if (!state->sample_capped || full <= state->sample_count)
+		return;
 	ereport(NOTICE,
 			(errmsg("cvivf samples %lld rows instead of %lld to fit maintenance_work_mem",
-					(long long) fits, (long long) wanted),
+					(long long) state->sample_count, (long long) full),
+			 errdetail("The scan read %.0f rows, %lld of them with a vector to index.",
+					   state->heap_tuples, (long long) state->rows),
 			 errhint("Increase maintenance_work_mem to at least %zu MB for the full sample.",
-					 megabytes_up(needed))));
-	return fits;
+					 megabytes_up(sample_bytes(state->dimensions, lists, full)))));
 }
 
 static void
@@ -517,6 +552,7 @@ sample_rows(BuildState *state, IndexInfo *info)
 	state->heap_tuples = table_index_build_scan(state->heap, state->index, info, true, true,
 												sample_callback, state, NULL);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
+	report_capped_sample(state);
 }
 
 /* k-means on the sample; centroids and norms are allocated here. */
