@@ -7,7 +7,7 @@
 #
 # Loads ROWS x DIMS clustered vectors (bench/gpu_data.py, 4 parallel binary
 # COPYs), builds the cvivf index on the GPU and mirrors it, then runs
-# pgbench with 1, 4, 16 and 64 clients of `ORDER BY v <-> q LIMIT 10`
+# pgbench (prepared) with 1, 4, 16 and 64 clients of `ORDER BY v <-> q LIMIT 10`
 # (probes PROBES) on the GPU path (clustervec.gpu = require) and on the CPU
 # path (off) side by side, and prints one table: queries/s, p50 and p99
 # latency, and for the GPU the worker's launches, requests per launch and
@@ -29,6 +29,8 @@ q -c "CREATE TABLE items (id int8, c int4, v cvec($dims)); ALTER TABLE items ALT
 for p in 0 1 2 3; do q -c "COPY items FROM '/tmp/cvserve.$p' WITH (FORMAT binary)" & done; wait
 q -c "VACUUM ANALYZE items"
 q -c "CREATE TABLE queries AS SELECT row_number() OVER () AS qid, v::cvec($dims) AS v FROM (SELECT unnest(string_to_array(pg_read_file('/tmp/cvserve.queries'), E'\n')) v) s WHERE v <> ''"
+q -c "CREATE UNIQUE INDEX ON queries (qid)"
+q -c "VACUUM ANALYZE queries"
 q -c "SET clustervec.gpu = require; SET maintenance_work_mem = '8GB'; CREATE INDEX items_ivf ON items USING cvivf (v cvec_l2_ops) WITH (lists = $lists)"
 q -c "SELECT clustervec_gpu_warm('items_ivf')" >/dev/null
 echo "data, index and mirror: $rows x $dims, $lists lists: $(since "$t") s"
@@ -40,19 +42,19 @@ counters() {
 	      FROM clustervec_gpu_info()"
 }
 
-# pgbench of one search, N clients, for `seconds`: "tps p50_us p99_us"
+# pgbench of one search, N clients, for `seconds`: "tps p50_us p99_us".  One
+# prepared statement per transaction; the settings come with the connection.
 run_pgbench() {
-	local clients=$1 mode=$2 extra=${3:-}
+	local clients=$1 mode=$2
 	rm -f /tmp/pgb*
-	cat > /tmp/one.sql <<EOF
-\set qid random(1, 1000)
-SET clustervec.gpu = $mode; SET clustervec.probes = $probes; $extra
-SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;
-EOF
+	printf '%s\n' '\set qid random(1, 1000)' \
+		'SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;' \
+		> /tmp/one.sql
 	local jobs=$(( clients < 16 ? clients : 16 ))
 	local tps
-	tps=$(LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -c "$clients" -j "$jobs" -T "$seconds" \
-		-f /tmp/one.sql --log --log-prefix=/tmp/pgb postgres 2>&1 |
+	tps=$(PGOPTIONS="-c clustervec.gpu=$mode -c clustervec.probes=$probes" \
+		LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -M prepared -c "$clients" -j "$jobs" \
+		-T "$seconds" -f /tmp/one.sql --log --log-prefix=/tmp/pgb postgres 2>&1 |
 		awk '/^tps/ {printf "%.0f", $3}')
 	cat /tmp/pgb* | awk '{print $3}' | sort -n |
 		awk -v tps="$tps" '{a[NR]=$1} END {printf "%s %d %d", tps, a[int(NR*0.5)], a[int(NR*0.99)]}'
@@ -78,6 +80,14 @@ for clients in 1 4 16 64; do
 			'BEGIN { printf "| %s | %d | %d | %.2f | %.2f | %s |\n", p, c, t, a / 1000, b / 1000, e }'
 	done
 done
+
+echo
+printf '%s\n' 'SELECT clustervec_gpu_ping(0);' > /tmp/ping.sql
+rm -f /tmp/pgb*
+LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -M prepared -c 1 -T "$seconds" -f /tmp/ping.sql \
+	--log --log-prefix=/tmp/pgb postgres >/dev/null 2>&1
+cat /tmp/pgb* | awk '{print $3}' | sort -n |
+	awk '{a[NR]=$1} END {printf "an empty round trip through the worker (clustervec_gpu_ping(0)), 1 client: p50 %.3f ms, p99 %.3f ms\n", a[int(NR*0.5)] / 1000, a[int(NR*0.99)] / 1000}'
 
 echo
 echo "== one client on the GPU path (auto) while another session runs cluster_health over all rows"
