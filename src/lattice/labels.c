@@ -95,7 +95,13 @@ cvlattice_label_bytes(const CvLatticeLabelType *type, Datum label)
 	out = palloc(VARHDRSZ + length);
 	SET_VARSIZE(out, VARHDRSZ + length);
 	if (type->typbyval)
-		store_att_byval(VARDATA(out), label, type->typlen);
+	{
+		/* VARDATA is only 4-byte aligned: store into a Datum, then copy the bytes */
+		Datum		aligned = 0;
+
+		store_att_byval(&aligned, label, type->typlen);
+		memcpy(VARDATA(out), &aligned, length);
+	}
 	else
 		memcpy(VARDATA(out), DatumGetPointer(label), length);
 	return out;
@@ -141,13 +147,47 @@ cvlattice_read_label(Relation index, const CvLatticeLabelType *type,
 	return label;
 }
 
+/* A by-value datum from bytes the cache packs without alignment. */
+static Datum
+read_unaligned_byval(const char *bytes, int16 typlen)
+{
+	switch (typlen)
+	{
+		case sizeof(int64):
+			{
+				int64		value;
+
+				memcpy(&value, bytes, sizeof(value));
+				return Int64GetDatum(value);
+			}
+		case sizeof(int32):
+			{
+				int32		value;
+
+				memcpy(&value, bytes, sizeof(value));
+				return Int32GetDatum(value);
+			}
+		case sizeof(int16):
+			{
+				int16		value;
+
+				memcpy(&value, bytes, sizeof(value));
+				return Int16GetDatum(value);
+			}
+		case 1:
+			return CharGetDatum(bytes[0]);
+	}
+	elog(ERROR, "unsupported by-value label length %d", typlen);
+	return (Datum) 0;
+}
+
 static Datum
 slot_label(const LabelCache *cache, const LabelSlot *slot)
 {
 	const char *bytes = cache->bytes + slot->offset;
 
 	if (cache->type.typbyval)
-		return fetch_att(bytes, true, cache->type.typlen);
+		return read_unaligned_byval(bytes, cache->type.typlen);
 	return PointerGetDatum(bytes);
 }
 
