@@ -22,7 +22,7 @@ LATTICE_OBJS = src/lattice/handler.o src/lattice/labels.o src/lattice/page.o \
 	src/lattice/validate.o src/lattice/introspect.o
 HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
 	src/health/aggregate.o src/health/gpu_passes.o
-SEARCH_OBJS = src/search/exact.o src/search/cvsearch.o
+SEARCH_OBJS = src/search/topk.o src/search/exact.o src/search/cvsearch.o
 # the backend's side of the GPU seam (gpu.h), and the worker process
 GPU_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/gpu/*.c)))
 WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/buffers.o \
