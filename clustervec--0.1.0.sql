@@ -226,6 +226,14 @@ CREATE FUNCTION cvivf_list_of(index regclass, v cvec) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
 CREATE FUNCTION cvivf_verify(index regclass) RETURNS void
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
+-- recall@k at probes, against exact search, for `queries` sampled rows (recall.c)
+CREATE FUNCTION cvivf_recall(index regclass, queries int DEFAULT 100, k int DEFAULT 10,
+                             probes int DEFAULT NULL, seed int DEFAULT 0,
+                             OUT queries int, OUT k int, OUT probes int, OUT recall float8,
+                             OUT std_error float8, OUT recall_low float8, OUT recall_high float8,
+                             OUT min_recall float8, OUT mean_returned float8, OUT rows bigint,
+                             OUT ms_per_query float8, OUT elapsed_ms float8)
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL RESTRICTED;
 
 -- cvlattice: an index over the user's own clusters ---------------------------
 -- CREATE INDEX ON items USING cvlattice (embedding cvec_l2_ops, cluster_label):

@@ -71,6 +71,8 @@ INSERT INTO priv_functions VALUES
 	 $$SELECT cvivf_list_of(%2$L, '[1,2,3]')$$),
 	('cvivf_verify(regclass)', 'reads',
 	 $$SELECT cvivf_verify(%2$L)$$),
+	('cvivf_recall(regclass,integer,integer,integer,integer)', 'reads',
+	 $$SELECT queries FROM cvivf_recall(%2$L, 5, 3)$$),
 	('cvlattice_lists(regclass)', 'reads',
 	 $$SELECT count(*) FROM cvlattice_lists((%1$L || '_lattice')::regclass)$$),
 	('cvlattice_verify(regclass)', 'reads',

@@ -3,8 +3,8 @@
  * the rows of a table visible to the caller.  The backend scans the heap
  * under its snapshot; each chunk of rows goes to the GPU worker (or the CPU
  * path) with a group of queries, and the per-chunk best k are merged per
- * query.  Both paths compute the same float64 distance bit for bit, and ties
- * go to the smaller TID, so their answers are identical.
+ * query (search/topk.c).  Both paths compute the same float64 distance bit
+ * for bit, and ties go to the smaller TID, so their answers are identical.
  */
 #include "postgres.h"
 
@@ -26,6 +26,7 @@
 #include "access.h"
 #include "math/distance.h"
 #include "gpu/gpu.h"
+#include "search/topk.h"
 #include "type/cvec.h"
 
 PG_FUNCTION_INFO_V1(cvsearch_exact);
@@ -33,27 +34,13 @@ PG_FUNCTION_INFO_V1(cvsearch_exact);
 #define EXACT_MAX_K 10000
 #define CPU_CHUNK_ROWS 4096
 
-typedef struct Hit
-{
-	double		distance;
-	ItemPointerData tid;
-} Hit;
-
-/* A query's best k so far: a max-heap, the worst hit at the root. */
-typedef struct TopK
-{
-	Hit		   *hits;
-	int			count;
-	int			k;
-} TopK;
-
 typedef struct Search
 {
 	int			dims;
 	int			nq;
 	int			k;
 	float	   *queries;		/* nq x dims */
-	TopK	   *best;			/* nq */
+	CvTopK	   *best;			/* nq */
 	bool		use_gpu;
 	/* the chunk being filled */
 	float	   *rows;
@@ -65,64 +52,6 @@ typedef struct Search
 	double	   *gpu_distance;
 } Search;
 
-/* Result order: ascending distance, then ascending TID. */
-static inline bool
-hit_before(const Hit *a, const Hit *b)
-{
-	if (a->distance != b->distance)
-		return a->distance < b->distance;
-	return ItemPointerCompare((ItemPointer) &a->tid, (ItemPointer) &b->tid) < 0;
-}
-
-static void
-sift_down(TopK *top, int i)
-{
-	for (;;)
-	{
-		int			worst = i,
-					l = 2 * i + 1,
-					r = 2 * i + 2;
-		Hit			swap;
-
-		if (l < top->count && hit_before(&top->hits[worst], &top->hits[l]))
-			worst = l;
-		if (r < top->count && hit_before(&top->hits[worst], &top->hits[r]))
-			worst = r;
-		if (worst == i)
-			return;
-		swap = top->hits[i];
-		top->hits[i] = top->hits[worst];
-		top->hits[worst] = swap;
-		i = worst;
-	}
-}
-
-static void
-offer(TopK *top, double distance, ItemPointer tid)
-{
-	Hit			hit = {distance, *tid};
-
-	if (top->count < top->k)
-	{
-		int			i = top->count++;
-
-		top->hits[i] = hit;
-		while (i > 0 && hit_before(&top->hits[(i - 1) / 2], &top->hits[i]))
-		{
-			Hit			swap = top->hits[i];
-
-			top->hits[i] = top->hits[(i - 1) / 2];
-			top->hits[(i - 1) / 2] = swap;
-			i = (i - 1) / 2;
-		}
-	}
-	else if (hit_before(&hit, &top->hits[0]))
-	{
-		top->hits[0] = hit;
-		sift_down(top, 0);
-	}
-}
-
 /* The CPU path for the chunk: queries [first, nq) against every row. */
 static void
 chunk_on_cpu(Search *s, int first)
@@ -132,9 +61,12 @@ chunk_on_cpu(Search *s, int first)
 		/* a chunk of rows times thousands of queries is minutes of work */
 		CHECK_FOR_INTERRUPTS();
 		for (int64 r = 0; r < s->count; r++)
-			offer(&s->best[q], sqrt(cv_distance->l2_squared(s->queries + (Size) q * s->dims,
-															s->rows + r * s->dims, s->dims)),
-				  &s->tids[r]);
+		{
+			double		d2 = cv_distance->l2_squared(s->queries + (Size) q * s->dims,
+													 s->rows + r * s->dims, s->dims);
+
+			cv_topk_offer(&s->best[q], sqrt(d2), &s->tids[r]);
+		}
 	}
 }
 
@@ -151,7 +83,7 @@ group_on_gpu(Search *s, int first, int n, CvGpuError *error)
 			int64		i = s->gpu_index[(Size) q * s->k + r];
 
 			if (i >= 0 && i < s->count)
-				offer(&s->best[first + q], s->gpu_distance[(Size) q * s->k + r], &s->tids[i]);
+				cv_topk_offer(&s->best[first + q], s->gpu_distance[(Size) q * s->k + r], &s->tids[i]);
 		}
 	return true;
 }
@@ -311,12 +243,6 @@ scan_rows(Search *s, Relation rel, AttrNumber attnum)
 	table_endscan(scan);
 }
 
-static int
-compare_hits(const void *a, const void *b)
-{
-	return hit_before(a, b) ? -1 : (hit_before(b, a) ? 1 : 0);
-}
-
 static void
 emit_results(FunctionCallInfo fcinfo, Search *s)
 {
@@ -325,9 +251,9 @@ emit_results(FunctionCallInfo fcinfo, Search *s)
 	InitMaterializedSRF(fcinfo, 0);
 	for (int q = 0; q < s->nq; q++)
 	{
-		TopK	   *top = &s->best[q];
+		CvTopK	   *top = &s->best[q];
 
-		qsort(top->hits, top->count, sizeof(Hit), compare_hits);
+		cv_topk_sort(top);
 		for (int r = 0; r < top->count; r++)
 		{
 			Datum		values[4];
@@ -362,13 +288,9 @@ cvsearch_exact(PG_FUNCTION_ARGS)
 	}
 	rel = open_source(PG_GETARG_OID(0));
 	attnum = vector_attribute(rel, NameStr(*PG_GETARG_NAME(1)));
-	s.best = palloc(sizeof(TopK) * s.nq);
+	s.best = palloc(sizeof(CvTopK) * s.nq);
 	for (int q = 0; q < s.nq; q++)
-	{
-		s.best[q].k = s.k;
-		s.best[q].count = 0;
-		s.best[q].hits = palloc(sizeof(Hit) * s.k);
-	}
+		cv_topk_init(&s.best[q], s.k);
 	s.use_gpu = cv_gpu_should_use();
 	plan_chunks(&s);
 	scan_rows(&s, rel, attnum);
