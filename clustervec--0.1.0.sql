@@ -412,7 +412,7 @@ CREATE FUNCTION cvsearch_exact(source regclass, vector_column name, queries cvec
 	RETURNS TABLE(query_no int, rank int, tid tid, distance float8)
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 
--- Batch search over a cvivf index: each query's k nearest visible rows among
+-- Batch search over a cvivf or cvlattice index: each query's k nearest visible rows among
 -- its probes nearest lists (NULL: cvivf.probes), as the index scan returns
 -- them; one GPU request per batch when the index is mirrored in the worker.
 CREATE FUNCTION cvsearch(index regclass, queries cvec[], k int, probes int DEFAULT NULL)

@@ -157,3 +157,30 @@ cv_open_cvlattice(Oid indexid, CvIndexUse use, const char *function, Relation *h
 {
 	return open_index(indexid, "cvlattice", cvlatticebuild, use, function, heap);
 }
+
+/* Whether the relation is an index of access method am (no lock taken). */
+static bool
+index_of_am(Oid indexid, const char *am)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexid));
+	bool		is_am = false;
+
+	if (HeapTupleIsValid(tuple))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
+
+		is_am = form->relkind == RELKIND_INDEX && form->relam == get_index_am_oid(am, false);
+		ReleaseSysCache(tuple);
+	}
+	return is_am;
+}
+
+Relation
+cv_open_vector_index(Oid indexid, CvIndexUse use, const char *function, Relation *heap,
+					 bool *is_lattice)
+{
+	*is_lattice = index_of_am(indexid, "cvlattice");
+	if (*is_lattice)
+		return cv_open_cvlattice(indexid, use, function, heap);
+	return cv_open_cvivf(indexid, use, function, heap);
+}

@@ -30,4 +30,8 @@ extern Relation cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function,
 extern Relation cv_open_cvlattice(Oid indexid, CvIndexUse use, const char *function,
 								  Relation *heap);
 
+/* A cvivf or cvlattice index (*is_lattice says which); errors name cvivf otherwise. */
+extern Relation cv_open_vector_index(Oid indexid, CvIndexUse use, const char *function,
+									 Relation *heap, bool *is_lattice);
+
 #endif							/* CV_ACCESS_H */

@@ -303,18 +303,9 @@ answer_through_index(Recall *r)
 static Relation
 open_index(Oid indexid, Relation *heap)
 {
-	Oid			lattice_am = get_index_am_oid("cvlattice", false);
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexid));
-	bool		is_lattice = false;
+	bool		is_lattice;
 
-	if (HeapTupleIsValid(tuple))
-	{
-		is_lattice = ((Form_pg_class) GETSTRUCT(tuple))->relam == lattice_am;
-		ReleaseSysCache(tuple);
-	}
-	if (is_lattice)
-		return cv_open_cvlattice(indexid, CV_INDEX_READ, "cvivf_recall", heap);
-	return cv_open_cvivf(indexid, CV_INDEX_READ, "cvivf_recall", heap);
+	return cv_open_vector_index(indexid, CV_INDEX_READ, "cvivf_recall", heap, &is_lattice);
 }
 
 /* The vector's columns in the index and the table; refuses what exact search cannot mirror. */

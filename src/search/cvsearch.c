@@ -32,6 +32,7 @@
 #include "gpu/gpu.h"
 #include "ivf/ivf.h"
 #include "ivf/mirror.h"
+#include "lattice/lattice.h"
 #include "type/cvec.h"
 
 PG_FUNCTION_INFO_V1(cvsearch);
@@ -47,6 +48,8 @@ typedef struct BatchSearch
 	int			probes;
 	int			nq;
 	float	   *queries;
+	bool		lattice;		/* a cvlattice index: the CPU path only, for now */
+	int			vector_attno;	/* the index column ordered by */
 	/* results: k per query */
 	ItemPointerData *tids;
 	double	   *distances;
@@ -126,8 +129,8 @@ search_on_cpu(BatchSearch *s, int q)
 
 	memcpy(query->x, s->queries + (Size) q * s->meta.dimensions,
 		   sizeof(float) * s->meta.dimensions);
-	ScanKeyEntryInitialize(&orderby, SK_ORDER_BY, 1, InvalidStrategy, InvalidOid, InvalidOid,
-						   InvalidOid, PointerGetDatum(query));
+	ScanKeyEntryInitialize(&orderby, SK_ORDER_BY, s->vector_attno, InvalidStrategy, InvalidOid,
+						   InvalidOid, InvalidOid, PointerGetDatum(query));
 	s->found[q] = 0;
 	cvivf_probes = s->probes;
 	PG_TRY();
@@ -275,7 +278,7 @@ emit_results(FunctionCallInfo fcinfo, const BatchSearch *s)
 static bool
 choose_mirror(BatchSearch *s)
 {
-	if (!cv_gpu_should_use() || (s->meta.flags & CVIVF_META_NO_CENTROIDS))
+	if (s->lattice || !cv_gpu_should_use() || (s->meta.flags & CVIVF_META_NO_CENTROIDS))
 		return false;
 	cvivf_mirror_key(s->index, &s->meta, &s->key);
 	s->mirror = cv_gpu_mirror_find(&s->key);
@@ -305,7 +308,9 @@ cvsearch(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("probes must be at least 1")));
-	s.index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "cvsearch", &s.heap);
+	s.index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvsearch", &s.heap,
+								   &s.lattice);
+	s.vector_attno = s.lattice ? cvlattice_vector_column(s.index) + 1 : 1;
 	cvivf_read_meta(s.index, &s.meta);
 	s.probes = Min(s.probes, (int) s.meta.lists);
 	read_queries(&s, PG_GETARG_ARRAYTYPE_P(1));
