@@ -742,8 +742,8 @@ run_pass(Pairwise *pw, int pass, void *acc)
 			pack_block_j(pw, j0, rows_j, pad_j, pw->pack_j);
 			gram_tile(pw, i0, pad_i, j0, rows_j);
 			consume_tile(pw, pass, acc, i0, rows_i, j0, rows_j);
-			/* every 64 tiles (at most 384 x 3,072 pairs): a bounded wait for a cancel */
-			if ((j0 - i0 - 1) / TILE_J % 64 == 63 && cv_health_should_stop())
+			/* every 16 tiles (at most 384 x 768 pairs): a cancel waits a few milliseconds */
+			if ((j0 - i0 - 1) / TILE_J % 16 == 15 && cv_health_should_stop())
 				pw->stopped = true;
 		}
 		if (cv_health_should_stop())
