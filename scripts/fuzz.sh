@@ -25,37 +25,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 FUZZ_SECONDS=${CV_FUZZ_SECONDS:-45}
 FUZZ_CC=${CV_FUZZ_CC:-clang-14}
-FUZZ_PASSED=0
-FUZZ_FAILED=0
-FUZZ_NOTES=()
-FUZZ_DONE=0
-
-# fuzz_count NAME PASSED FAILED [NOTE]
-fuzz_count() {
-	FUZZ_PASSED=$((FUZZ_PASSED + $2))
-	FUZZ_FAILED=$((FUZZ_FAILED + $3))
-	FUZZ_NOTES+=("$(printf '%-32s %4s passed %4s failed  %s' "$1" "$2" "$3" "${4:-}")")
-	cv_log "fuzz ${1}: ${2} passed, ${3} failed${4:+ ($4)}"
-}
-
-fuzz_summary() {
-	local line
-	cv_header "Fuzzing summary"
-	for line in "${FUZZ_NOTES[@]}"; do printf '%s\n' "$line"; done
-	printf '%s passed, %s failed\n' "$FUZZ_PASSED" "$FUZZ_FAILED"
-}
-
-# EXIT hook (lib.sh's trap): an abort still ends with totals.
-# shellcheck disable=SC2317  # called from lib.sh's EXIT trap
-cv_exit_hook() {
-	local rc=$1
-	if [ "$FUZZ_DONE" = 0 ]; then
-		fuzz_count "fuzz.sh" 0 1 "aborted with status ${rc}"
-		fuzz_summary
-		return 1
-	fi
-	return "$rc"
-}
 
 # libFuzzer's own options plus the sanitizers': every report aborts, leaks count.
 fuzz_env() {
@@ -73,17 +42,17 @@ replay_regressions() {
 		while IFS= read -r f; do files+=("$f"); done < <(cd "$CV_SRC" && find "$dir" -type f ! -name '*.md' | sort)
 	fi
 	if [ "${#files[@]}" = 0 ]; then
-		fuzz_count "${target} (replay)" 1 0 "no reproducers"
+		cv_tally "${target} (replay)" 1 0 "no reproducers"
 		return 0
 	fi
 	# shellcheck disable=SC2046  # one word per variable
 	run_as_pg env $(fuzz_env) "fuzz/build/fuzz_${target}" "${files[@]}" >"$log" 2>&1 || rc=$?
 	if [ "$rc" = 0 ]; then
-		fuzz_count "${target} (replay)" 1 0 "${#files[@]} reproducers"
+		cv_tally "${target} (replay)" 1 0 "${#files[@]} reproducers"
 	else
 		cv_header "fuzz_${target}: a reproducer of ${dir} fails again"
 		tail -n 60 "$log"
-		fuzz_count "${target} (replay)" 0 1 "a reproducer of ${dir} fails (status ${rc})"
+		cv_tally "${target} (replay)" 0 1 "a reproducer of ${dir} fails (status ${rc})"
 	fi
 }
 
@@ -105,7 +74,7 @@ run_target() {
 		-artifact_prefix="${artifacts}/" "$corpus" >"$log" 2>&1 || rc=$?
 	grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ +DONE)' "$log" || true
 	if [ "$rc" = 0 ]; then
-		fuzz_count "${target} (${FUZZ_SECONDS} s)" 1 0
+		cv_tally "${target} (${FUZZ_SECONDS} s)" 1 0
 		return 0
 	fi
 	cv_header "fuzz_${target} found a failure (status ${rc})"
@@ -114,13 +83,14 @@ run_target() {
 		[ -f "$f" ] || continue
 		printf '[clustervec] reproducer %s (base64): %s\n' "$f" "$(base64 -w0 "$f")"
 	done
-	fuzz_count "${target} (${FUZZ_SECONDS} s)" 0 1 "see ${artifacts}"
+	cv_tally "${target} (${FUZZ_SECONDS} s)" 0 1 "see ${artifacts}"
 }
 
 main() {
 	local started=$SECONDS target jobs=${CV_MAKE_JOBS:-$(cv_cpu_count)}
 	local -a targets
 	cv_init fuzz 0
+	cv_tally_begin "fuzz.sh" fuzz "Fuzzing summary" step
 	cv_install_trap
 	cv_header "Dependencies"
 	install_deps
@@ -130,9 +100,8 @@ main() {
 	cv_header "Build: make -C fuzz (${FUZZ_CC})"
 	if ! run_as_pg make -C fuzz -j"$jobs" FUZZ_CC="$FUZZ_CC" PG_CONFIG="$PG_CONFIG" >"${CV_WORK}/build.log" 2>&1; then
 		tail -n 60 "${CV_WORK}/build.log"
-		fuzz_count "build" 0 1 "make -C fuzz failed"
-		FUZZ_DONE=1
-		fuzz_summary
+		cv_tally "build" 0 1 "make -C fuzz failed"
+		cv_tally_end
 		exit 1
 	fi
 	if grep -E 'warning:' "${CV_WORK}/build.log"; then
@@ -145,9 +114,7 @@ main() {
 		run_target "$target"
 	done
 	cv_log "fuzzing took $((SECONDS - started)) s"
-	FUZZ_DONE=1
-	fuzz_summary
-	[ "$FUZZ_FAILED" = 0 ] || exit 1
+	cv_tally_end || exit 1
 	exit 0
 }
 

@@ -388,12 +388,90 @@ cv_stop_server() {
 	fi
 }
 
-# EXIT trap: stop the server, then run the caller's cv_exit_hook if defined.
+# ---------------------------------------------------------------------
+# The tally of a script that ends with "N passed, N failed" (test.sh's
+# suites, sanitize.sh's and fuzz.sh's steps): cv_tally_begin once, cv_tally
+# (or cv_tally_counted) per step, cv_tally_end at the end.  A script that
+# stops before cv_tally_end still prints the totals, its abort counted as a
+# failure (cv__on_exit).
+CV_TALLY_SCRIPT=""
+CV_TALLY_WORD=""
+CV_TALLY_TITLE=""
+CV_TALLY_COLUMN=""
+CV_TALLY_NAMES=()
+CV_TALLY_PASSED=()
+CV_TALLY_FAILED=()
+CV_TALLY_NOTES=()
+CV_TALLY_DONE=0
+
+# cv_tally_begin SCRIPT WORD TITLE COLUMN: "WORD NAME: ..." as each step is
+# counted, then the table under TITLE with COLUMN over the names.
+cv_tally_begin() {
+	CV_TALLY_SCRIPT=$1
+	CV_TALLY_WORD=$2
+	CV_TALLY_TITLE=$3
+	CV_TALLY_COLUMN=$4
+}
+
+# cv_tally NAME PASSED FAILED [NOTE]
+cv_tally() {
+	CV_TALLY_NAMES+=("$1")
+	CV_TALLY_PASSED+=("$2")
+	CV_TALLY_FAILED+=("$3")
+	CV_TALLY_NOTES+=("${4:-}")
+	cv_log "${CV_TALLY_WORD} ${1}: ${2} passed, ${3} failed${4:+ ($4)}"
+}
+
+# The last "N passed, N failed" of a log, as "N N", or nothing.
+cv_parse_counts() {
+	grep -aoE '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1 \
+		| sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/' || true
+}
+
+# cv_tally_counted NAME LOG RC: a step whose log ends with "N passed, N failed".
+cv_tally_counted() {
+	local name=$1 log=$2 rc=$3 counts pass fail note=""
+	counts=$(cv_parse_counts "$log")
+	if [ -z "$counts" ]; then
+		cv_tally "$name" 0 1 "crashed: exit status ${rc}, no 'N passed, N failed' line"
+		return
+	fi
+	read -r pass fail <<<"$counts"
+	if [ "$rc" != 0 ] && [ "$fail" = 0 ]; then
+		fail=1
+		note="exit status ${rc} although no test failed"
+	fi
+	cv_tally "$name" "$pass" "$fail" "$note"
+}
+
+# Prints the table and, as the very last line, the totals; 1 when a step failed.
+cv_tally_end() {
+	local i total_pass=0 total_fail=0
+	CV_TALLY_DONE=1
+	cv_header "$CV_TALLY_TITLE"
+	printf '%-34s %8s %8s  %s\n' "$CV_TALLY_COLUMN" passed failed note
+	for i in "${!CV_TALLY_NAMES[@]}"; do
+		printf '%-34s %8s %8s  %s\n' "${CV_TALLY_NAMES[$i]}" "${CV_TALLY_PASSED[$i]}" \
+			"${CV_TALLY_FAILED[$i]}" "${CV_TALLY_NOTES[$i]}"
+		total_pass=$((total_pass + CV_TALLY_PASSED[i]))
+		total_fail=$((total_fail + CV_TALLY_FAILED[i]))
+	done
+	printf '%s passed, %s failed\n' "$total_pass" "$total_fail"
+	[ "$total_fail" = 0 ]
+}
+
+# EXIT trap: stop the server, close an unfinished tally, then run the
+# caller's cv_exit_hook if defined.
 cv__on_exit() {
 	local rc=$?
 	set +e
 	if [ "${CV_KEEP_SERVER:-0}" != 1 ]; then
 		cv_stop_server
+	fi
+	if [ -n "$CV_TALLY_SCRIPT" ] && [ "$CV_TALLY_DONE" = 0 ]; then
+		cv_tally "$CV_TALLY_SCRIPT" 0 1 "aborted with status ${rc}"
+		cv_tally_end
+		rc=1
 	fi
 	if declare -F cv_exit_hook >/dev/null; then
 		cv_exit_hook "$rc"

@@ -50,37 +50,6 @@ SAN_FLAGS="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recove
 # overflow check; COPT lands after it on the command line.
 SAN_STEPS=" ${CV_SANITIZE_STEPS:-regress probes math cuda} "
 SAN_MAKE_ARGS=()
-SAN_PASSED=0
-SAN_FAILED=0
-SAN_NOTES=()
-
-# count NAME PASSED FAILED [NOTE]
-san_count() {
-	SAN_PASSED=$((SAN_PASSED + $2))
-	SAN_FAILED=$((SAN_FAILED + $3))
-	SAN_NOTES+=("$(printf '%-34s %6s passed %6s failed  %s' "$1" "$2" "$3" "${4:-}")")
-	cv_log "sanitize ${1}: ${2} passed, ${3} failed${4:+ ($4)}"
-}
-
-# Print the per-step table and, as the very last line, the totals.
-san_summary() {
-	local line
-	cv_header "Sanitizer summary"
-	for line in "${SAN_NOTES[@]}"; do printf '%s\n' "$line"; done
-	printf '%s passed, %s failed\n' "$SAN_PASSED" "$SAN_FAILED"
-}
-
-# EXIT hook (after lib.sh stopped the server): an abort still ends with totals.
-# shellcheck disable=SC2317  # called from lib.sh's EXIT trap
-cv_exit_hook() {
-	local rc=$1
-	if [ "${SAN_DONE:-0}" = 0 ]; then
-		san_count "sanitize.sh" 0 1 "aborted with status ${rc}"
-		san_summary
-		return 1
-	fi
-	return "$rc"
-}
 
 # Whether CV_SANITIZE_STEPS names a step.
 san_step() { [[ "$SAN_STEPS" == *" $1 "* ]]; }
@@ -218,7 +187,7 @@ check_reports() {
 		grep -E -B1 -A25 "$SAN_REPORT_LINES" "$f" | tail -n 120
 	done
 	if [ "$found" -gt 0 ] || [ "$lines" -gt 0 ]; then
-		san_count "reports after ${step}" 0 $((found + lines)) \
+		cv_tally "reports after ${step}" 0 $((found + lines)) \
 			"${found} ASan report files, ${lines} report lines in the logs"
 		return 1
 	fi
@@ -245,7 +214,7 @@ step_regress() {
 		while IFS= read -r f; do cat "$f"; done < <(find "$CV_SRC" -name regression.diffs -type f)
 		[ "$fail" != 0 ] || fail=1
 	fi
-	san_count "pg_regress" "$pass" "$fail" "$([ "$rc" = 0 ] || echo "make installcheck status ${rc}")"
+	cv_tally "pg_regress" "$pass" "$fail" "$([ "$rc" = 0 ] || echo "make installcheck status ${rc}")"
 	check_reports "pg_regress" || true
 }
 
@@ -278,11 +247,11 @@ step_probes() {
 	cv_psql -d postgres -At -c "SELECT 1" >/dev/null 2>&1 && alive=1
 	grep -c 'ERROR:' "$log" | xargs printf '[clustervec] %s probes raised an error (expected)\n'
 	if [ "$rc" = 0 ] && [ "$alive" = 1 ] && [ "${#killed[@]}" = 0 ]; then
-		san_count "probes.sql" 1 0
+		cv_tally "probes.sql" 1 0
 	else
 		for i in "${killed[@]}"; do cv_log "killed its backend: ${i}"; done
 		[ "$rc" = 0 ] || tail -n 30 "$part"
-		san_count "probes.sql" 0 1 "${#killed[@]} statements killed their backend; psql status ${rc}, server alive: ${alive}"
+		cv_tally "probes.sql" 0 1 "${#killed[@]} statements killed their backend; psql status ${rc}, server alive: ${alive}"
 	fi
 	check_reports "probes.sql" || true
 }
@@ -294,25 +263,18 @@ run_instrumented() {
 }
 
 step_math() {
-	local log="${CV_WORK}/math.log" rc=0 line pass fail
+	local log="${CV_WORK}/math.log" rc=0
 	cv_header "C unit tests under the sanitizers: make -C test/math run"
 	run_instrumented make -C test/math run CC="${SAN_CC} ${SAN_FLAGS}" >"$log" 2>&1 || rc=$?
 	cat "$log"
-	line=$(grep -aoE '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)
-	if [ -z "$line" ]; then
-		san_count "test/math" 0 1 "no result line, status ${rc}"
-	else
-		read -r pass fail <<<"$(sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/' <<<"$line")"
-		[ "$rc" = 0 ] || [ "$fail" != 0 ] || fail=1
-		san_count "test/math" "$pass" "$fail"
-	fi
+	cv_tally_counted "test/math" "$log" "$rc"
 	check_reports "test/math" "$log" || true
 }
 
 # The programs run CV_MAKE_JOBS at a time; each writes NAME.log and NAME.rc.
 step_cuda_api() {
 	local jobs=${CV_MAKE_JOBS:-$(cv_cpu_count)}
-	local t name log rc line pass fail
+	local t name log rc
 	cv_header "GPU library API tests against the sanitized CPU library (${jobs} at a time)"
 	for t in "${CV_SRC}"/cuda/tests/*_test; do
 		[ -x "$t" ] || continue
@@ -332,14 +294,7 @@ step_cuda_api() {
 		log="${CV_WORK}/${name}.log"
 		rc=$(cat "${CV_WORK}/${name}.rc" 2>/dev/null || echo "missing")
 		tail -n 3 "$log"
-		line=$(grep -aoE '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)
-		if [ -z "$line" ]; then
-			san_count "cuda/tests/${name}" 0 1 "no result line, status ${rc}"
-		else
-			read -r pass fail <<<"$(sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/' <<<"$line")"
-			[ "$rc" = 0 ] || [ "$fail" != 0 ] || fail=1
-			san_count "cuda/tests/${name}" "$pass" "$fail"
-		fi
+		cv_tally_counted "cuda/tests/${name}" "$log" "$rc"
 		check_reports "cuda/tests/${name}" "$log" || true
 	done
 }
@@ -347,6 +302,7 @@ step_cuda_api() {
 main() {
 	local started=$SECONDS
 	cv_init sanitize 5493
+	cv_tally_begin "sanitize.sh" sanitize "Sanitizer summary" step
 	cv_install_trap
 	cv_header "Dependencies"
 	install_deps
@@ -360,9 +316,8 @@ main() {
 	SAN_INITFIRST="${CV_WORK}/asan_initfirst.so"
 	run_as_pg -C "$CV_WORK" mkdir -p "$SAN_REPORTS" "$SAN_SEEN"
 	if ! san_timed sanitize_build; then
-		san_count "build" 0 1 "sanitized build failed (${CV_WORK}/build.log)"
-		SAN_DONE=1
-		san_summary
+		cv_tally "build" 0 1 "sanitized build failed (${CV_WORK}/build.log)"
+		cv_tally_end
 		exit 1
 	fi
 
@@ -383,9 +338,7 @@ main() {
 	if san_step cuda; then san_timed step_cuda_api; fi
 
 	cv_log "sanitizer suite took $((SECONDS - started)) s"
-	SAN_DONE=1
-	san_summary
-	[ "$SAN_FAILED" = 0 ] || exit 1
+	cv_tally_end || exit 1
 	exit 0
 }
 

@@ -23,49 +23,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PYTHON=/usr/bin/python3
 TEST_DB=clustervec_test
 
-SUITE_NAMES=()
-SUITE_PASSED=()
-SUITE_FAILED=()
-SUITE_NOTES=()
-SUMMARY_PRINTED=0
-
-# record_suite NAME PASSED FAILED NOTE
-record_suite() {
-	SUITE_NAMES+=("$1")
-	SUITE_PASSED+=("$2")
-	SUITE_FAILED+=("$3")
-	SUITE_NOTES+=("$4")
-	printf '[clustervec] suite %s: %s passed, %s failed%s\n' "$1" "$2" "$3" "${4:+ ($4)}"
-}
-
-# Print the per-suite table and, as the very last line, the totals.
-print_summary() {
-	local i total_pass=0 total_fail=0
-	SUMMARY_PRINTED=1
-	cv_header "Summary"
-	printf '%-28s %8s %8s  %s\n' suite passed failed note
-	for i in "${!SUITE_NAMES[@]}"; do
-		printf '%-28s %8s %8s  %s\n' "${SUITE_NAMES[$i]}" "${SUITE_PASSED[$i]}" \
-			"${SUITE_FAILED[$i]}" "${SUITE_NOTES[$i]}"
-		total_pass=$((total_pass + SUITE_PASSED[i]))
-		total_fail=$((total_fail + SUITE_FAILED[i]))
-	done
-	TOTAL_FAILED=$total_fail
-	printf '%s passed, %s failed\n' "$total_pass" "$total_fail"
-}
-
-# EXIT hook (after lib.sh stopped the server): an abort still ends with totals.
-# shellcheck disable=SC2317  # called from lib.sh's EXIT trap
-cv_exit_hook() {
-	local rc=$1
-	if [ "$SUMMARY_PRINTED" = 0 ]; then
-		record_suite "test.sh" 0 1 "aborted with status ${rc} before all suites ran"
-		print_summary
-		return 1
-	fi
-	return "$rc"
-}
-
 # run_logged LOGFILE COMMAND...: run as the PostgreSQL user, stream the output
 # and keep a copy; returns the command's status.
 run_logged() {
@@ -76,27 +33,6 @@ run_logged() {
 	return "$rc"
 }
 
-# The last "N passed, N failed" of a log, as "N N", or nothing.
-parse_counts() {
-	grep -aoE '[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1 \
-		| sed -E 's/([0-9]+) passed, ([0-9]+) failed/\1 \2/' || true
-}
-
-# record_counted NAME LOG RC: a suite that prints "N passed, N failed".
-record_counted() {
-	local name=$1 log=$2 rc=$3 counts pass fail note=""
-	counts=$(parse_counts "$log")
-	if [ -z "$counts" ]; then
-		record_suite "$name" 0 1 "crashed: exit status ${rc}, no 'N passed, N failed' line"
-		return
-	fi
-	read -r pass fail <<<"$counts"
-	if [ "$rc" != 0 ] && [ "$fail" = 0 ]; then
-		fail=1
-		note="exit status ${rc} although no test failed"
-	fi
-	record_suite "$name" "$pass" "$fail" "$note"
-}
 
 # pg_regress lines, PG 15: "test name ... ok 12 ms", "     name ... FAILED",
 # "     name ... failed (ignored)".  Prints "passed failed".
@@ -137,11 +73,11 @@ suite_regress_and_tap() {
 		print_regression_diffs
 	fi
 	if [ $((pass + fail)) = 0 ]; then
-		record_suite "pg_regress" 0 1 "no test ran: make installcheck exit status ${rc}"
+		cv_tally "pg_regress" 0 1 "no test ran: make installcheck exit status ${rc}"
 	elif [ "$rc" != 0 ] && [ "$fail" = 0 ] && ! grep -qE '^Files=[0-9]+, Tests=' "$log"; then
-		record_suite "pg_regress" "$pass" 1 "make installcheck exit status ${rc}"
+		cv_tally "pg_regress" "$pass" 1 "make installcheck exit status ${rc}"
 	else
-		record_suite "pg_regress" "$pass" "$fail" ""
+		cv_tally "pg_regress" "$pass" "$fail" ""
 	fi
 
 	# TAP tests: make installcheck runs them after pg_regress, so a pg_regress
@@ -159,7 +95,7 @@ suite_regress_and_tap() {
 	fi
 	counts=$(parse_prove "$tap_log")
 	if [ -z "$counts" ]; then
-		record_suite "tap" 0 1 "test/t/*.pl exist but make installcheck ran no TAP tests (TAP_TESTS unset?)"
+		cv_tally "tap" 0 1 "test/t/*.pl exist but make installcheck ran no TAP tests (TAP_TESTS unset?)"
 		return 0
 	fi
 	read -r pass fail <<<"$counts"
@@ -167,9 +103,9 @@ suite_regress_and_tap() {
 		fail=1
 	fi
 	if [ "$tap_log" != "$log" ] && [ "$tap_rc" != 0 ] && [ "$fail" = 0 ]; then
-		record_suite "tap" "$pass" 1 "exit status ${tap_rc}"
+		cv_tally "tap" "$pass" 1 "exit status ${tap_rc}"
 	else
-		record_suite "tap" "$pass" "$fail" ""
+		cv_tally "tap" "$pass" "$fail" ""
 	fi
 }
 
@@ -177,11 +113,11 @@ suite_math() {
 	local log="${CV_WORK}/math.log" rc=0
 	cv_header "C unit tests: make -C test/math run"
 	if [ ! -f "${CV_SRC}/test/math/Makefile" ]; then
-		record_suite "math (test/math)" 0 1 "test/math/Makefile missing"
+		cv_tally "math (test/math)" 0 1 "test/math/Makefile missing"
 		return 0
 	fi
 	run_logged "$log" make -C test/math run PG_CONFIG="$PG_CONFIG" || rc=$?
-	record_counted "math (test/math)" "$log" "$rc"
+	cv_tally_counted "math (test/math)" "$log" "$rc"
 }
 
 # The GPU library's API tests (cuda/tests), against the CPU shim: the same
@@ -190,7 +126,7 @@ suite_cuda_api() {
 	local log="${CV_WORK}/cuda-build.log" t name rc
 	cv_header "GPU library API tests against the CPU shim: make cputest-programs"
 	if ! run_logged "$log" make cputest-programs cuda/clustervec_cuda_cpu.so PG_CONFIG="$PG_CONFIG"; then
-		record_suite "cuda api" 0 1 "building cuda/tests failed"
+		cv_tally "cuda api" 0 1 "building cuda/tests failed"
 		return 0
 	fi
 	for t in "${CV_SRC}"/cuda/tests/*_test; do
@@ -199,14 +135,14 @@ suite_cuda_api() {
 		log="${CV_WORK}/$(basename "$t").log"
 		rc=0
 		run_logged "$log" "cuda/tests/$(basename "$t")" ./cuda/clustervec_cuda_cpu.so --require-device || rc=$?
-		record_counted "$name" "$log" "$rc"
+		cv_tally_counted "$name" "$log" "$rc"
 	done
 }
 
 suite_numeric() {
 	local f name log rc found=0
 	if ! cv_psql -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${TEST_DB}" -c "CREATE DATABASE ${TEST_DB}"; then
-		record_suite "numeric" 0 1 "could not create database ${TEST_DB}"
+		cv_tally "numeric" 0 1 "could not create database ${TEST_DB}"
 		return 0
 	fi
 	for f in "${CV_SRC}"/test/numeric/test_*.py; do
@@ -217,9 +153,9 @@ suite_numeric() {
 		rc=0
 		cv_header "numeric tests: ${PYTHON} test/numeric/$(basename "$f")"
 		CV_PGDATABASE=$TEST_DB run_logged "$log" "$PYTHON" "test/numeric/$(basename "$f")" || rc=$?
-		record_counted "$name" "$log" "$rc"
+		cv_tally_counted "$name" "$log" "$rc"
 	done
-	[ "$found" = 1 ] || record_suite "numeric" 0 1 "no test/numeric/test_*.py"
+	[ "$found" = 1 ] || cv_tally "numeric" 0 1 "no test/numeric/test_*.py"
 }
 
 # The Python client (python/: adapters, cluster_health, report) against the
@@ -228,11 +164,11 @@ suite_python() {
 	local db=clustervec_python log="${CV_WORK}/python.log" rc=0
 	cv_header "Python client tests: PYTHONPATH=python ${PYTHON} python/tests/run.py"
 	if ! cv_psql -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${db}" -c "CREATE DATABASE ${db}"; then
-		record_suite "python" 0 1 "could not create database ${db}"
+		cv_tally "python" 0 1 "could not create database ${db}"
 		return 0
 	fi
 	CV_PGDATABASE=$db run_logged "$log" env PYTHONPATH=python "$PYTHON" python/tests/run.py || rc=$?
-	record_counted "python" "$log" "$rc"
+	cv_tally_counted "python" "$log" "$rc"
 }
 
 # The extension, the CPU library and the unit tests built with ASan + UBSan,
@@ -241,7 +177,7 @@ suite_sanitize() {
 	local log="${CV_WORK}/sanitize.log" rc=0
 	cv_header "ASan + UBSan: bash scripts/sanitize.sh"
 	CV_SKIP_DEPS=1 bash "${CV_ROOT}/scripts/sanitize.sh" 2>&1 | tee "$log" || rc=$?
-	record_counted "sanitize" "$log" "$rc"
+	cv_tally_counted "sanitize" "$log" "$rc"
 }
 
 # The libFuzzer harnesses of fuzz/ (scripts/fuzz.sh): the reproducers of
@@ -250,7 +186,7 @@ suite_fuzz() {
 	local log="${CV_WORK}/fuzz.log" rc=0
 	cv_header "libFuzzer: bash scripts/fuzz.sh"
 	CV_SKIP_DEPS=1 bash "${CV_ROOT}/scripts/fuzz.sh" 2>&1 | tee "$log" || rc=$?
-	record_counted "fuzz" "$log" "$rc"
+	cv_tally_counted "fuzz" "$log" "$rc"
 }
 
 # The README's first command, scripts/demo.sh, end to end (its own server,
@@ -262,14 +198,15 @@ suite_demo() {
 	CV_SKIP_DEPS=1 bash "${CV_ROOT}/scripts/demo.sh" 2>&1 | tee "$log" || rc=$?
 	took=$(grep -aoE 'demo took [0-9]+ s' "$log" | tail -n 1 || true)
 	if [ "$rc" = 0 ] && [ -n "$took" ]; then
-		record_suite "demo" 1 0 "$took"
+		cv_tally "demo" 1 0 "$took"
 	else
-		record_suite "demo" 0 1 "exit status ${rc}${took:+, $took}"
+		cv_tally "demo" 0 1 "exit status ${rc}${took:+, $took}"
 	fi
 }
 
 main() {
 	cv_init test 5497
+	cv_tally_begin "test.sh" suite "Summary" suite
 	cv_install_trap
 	cv_header "Dependencies"
 	install_deps
@@ -278,13 +215,13 @@ main() {
 	cv_header "Build"
 	cv_copy_source
 	if ! cv_build; then
-		record_suite "build" 0 1 "make failed"
-		print_summary
+		cv_tally "build" 0 1 "make failed"
+		cv_tally_end
 		exit 1
 	fi
 	if ! cv_install; then
-		record_suite "install" 0 1 "make install failed"
-		print_summary
+		cv_tally "install" 0 1 "make install failed"
+		cv_tally_end
 		exit 1
 	fi
 
@@ -305,8 +242,7 @@ main() {
 	suite_demo
 
 	cv_stop_server
-	print_summary
-	[ "$TOTAL_FAILED" = 0 ] || exit 1
+	cv_tally_end || exit 1
 	exit 0
 }
 
