@@ -38,32 +38,54 @@ end_of_transaction(XactEvent event, void *arg pg_attribute_unused())
 		SetLatch(&ProcGlobal->allProcs[worker].procLatch);
 }
 
+/* Sends a borrowed request (in copied into its buffer), waits, reads the answer, returns it. */
+static bool
+exchange(CvGpuRequest *request, const int64 *args, int nargs, Size payload_bytes,
+		 const void *in, void *out, Size out_bytes, int64 *result, CvGpuError *error)
+{
+	volatile bool ok = false;
+
+	PG_TRY();
+	{
+		if (in != NULL && payload_bytes > 0)
+			memcpy(request->payload, in, payload_bytes);
+		ok = cv_gpu_run(request, args, nargs, payload_bytes, error, NULL);
+		if (ok && out != NULL && out_bytes > 0)
+			memcpy(out, request->payload, out_bytes);
+		if (ok && result != NULL)
+			cv_gpu_results(request, result);
+	}
+	PG_CATCH();
+	{
+		cv_gpu_end(request);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	cv_gpu_end(request);
+	return ok;
+}
+
 bool
 cv_gpu_request(int opcode, bool with_payload, const int64 *args, int nargs,
 			   Size payload_bytes, const void *in, void *out, Size out_bytes,
 			   int64 *result, CvGpuError *error)
 {
 	CvGpuRequest request;
-	volatile bool ok = false;
 
 	if (!cv_gpu_begin(&request, opcode, with_payload, error))
 		return false;
-	PG_TRY();
-	{
-		if (in != NULL && payload_bytes > 0)
-			memcpy(request.payload, in, payload_bytes);
-		ok = cv_gpu_run(&request, args, nargs, payload_bytes, error, NULL);
-		if (ok && out != NULL && out_bytes > 0)
-			memcpy(out, request.payload, out_bytes);
-		if (ok && result != NULL)
-			cv_gpu_results(&request, result);
-	}
-	PG_FINALLY();
-	{
-		cv_gpu_end(&request);
-	}
-	PG_END_TRY();
-	return ok;
+	return exchange(&request, args, nargs, payload_bytes, in, out, out_bytes, result, error);
+}
+
+bool
+cv_gpu_search_request(int opcode, const int64 *args, int nargs, Size payload_bytes,
+					  const void *in, void *out, Size out_bytes, CvGpuError *error)
+{
+	CvGpuRequest request;
+
+	if (!cv_gpu_begin_search(&request, opcode, Max(payload_bytes, out_bytes), error))
+		return false;
+	return exchange(&request, args, nargs, payload_bytes, in, out, out_bytes, NULL, error);
 }
 
 void

@@ -139,32 +139,6 @@ same_mirror(const CvGpuMirrorKey *a, const CvGpuMirrorKey *b)
 		a->generation == b->generation && a->lists == b->lists && a->rows == b->rows;
 }
 
-/* Asks the worker for a mirror's layout, within the searches' wait bound. */
-static bool
-send_layout_request(int mirror, const CvGpuMirrorKey *key, char *block, Size bytes,
-					CvGpuError *error)
-{
-	CvGpuRequest request;
-	int64		args[1] = {mirror};
-	volatile bool ok = false;
-
-	if (!cv_gpu_begin_search(&request, CV_OP_MIRROR_LAYOUT, Max(bytes, sizeof(*key)), error))
-		return false;
-	PG_TRY();
-	{
-		memcpy(request.payload, key, sizeof(*key));
-		ok = cv_gpu_run(&request, args, 1, sizeof(*key), error, NULL);
-		if (ok)
-			memcpy(block, request.payload, bytes);
-	}
-	PG_FINALLY();
-	{
-		cv_gpu_end(&request);
-	}
-	PG_END_TRY();
-	return ok;
-}
-
 /* Fetches a mirror's layout into a cache entry (replacing the oldest). */
 static MirrorLayout *
 fetch_layout(int mirror, const CvGpuMirrorKey *key, CvGpuError *error)
@@ -173,8 +147,11 @@ fetch_layout(int mirror, const CvGpuMirrorKey *key, CvGpuError *error)
 	Size		offsets_at = MAXALIGN(sizeof(int64) * key->lists);
 	Size		bytes = offsets_at + sizeof(int64) * (key->lists + 1);
 	char	   *block = MemoryContextAlloc(TopMemoryContext, bytes);
+	int64		args[1] = {mirror};
 
-	if (!send_layout_request(mirror, key, block, bytes, error))
+	/* within the searches' wait bound: a search's first step */
+	if (!cv_gpu_search_request(CV_OP_MIRROR_LAYOUT, args, 1, sizeof(*key), key, block, bytes,
+							   error))
 	{
 		pfree(block);
 		return NULL;

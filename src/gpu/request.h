@@ -57,6 +57,11 @@ extern bool cv_gpu_request(int opcode, bool with_payload, const int64 *args, int
 						   Size payload_bytes, const void *in, void *out, Size out_bytes,
 						   int64 *result, CvGpuError *error);
 
+/* The same within the searches' wait bound (cv_gpu_begin_search), with no results. */
+extern bool cv_gpu_search_request(int opcode, const int64 *args, int nargs,
+								  Size payload_bytes, const void *in, void *out,
+								  Size out_bytes, CvGpuError *error);
+
 /* Marks that this transaction owns worker memory, freed when it ends unless kept. */
 extern void cv_gpu_note_allocation(void);
 

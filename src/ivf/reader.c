@@ -80,10 +80,10 @@ cvivf_directory_entry(Page page, const CvIvfMetaPageData *meta, int list)
 		cvivf_directory_slot(meta, list) * cvivf_directory_entry_size(meta);
 }
 
-/* Copies one list's whole directory entry (cvivf_directory_entry_size bytes). */
-void
-cvivf_read_list_entry_bytes(Relation index, const CvIvfMetaPageData *meta, int list,
-							void *entry)
+/* Copies the first bytes of one list's directory entry. */
+static void
+read_entry_prefix(Relation index, const CvIvfMetaPageData *meta, int list, void *entry,
+				  Size bytes)
 {
 	BlockNumber block = cvivf_directory_block(meta, list);
 	Buffer		buf = ReadBuffer(index, block);
@@ -92,8 +92,16 @@ cvivf_read_list_entry_bytes(Relation index, const CvIvfMetaPageData *meta, int l
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	cvivf_check_page(index, page, block, CVIVF_PAGE_DIRECTORY);
-	memcpy(entry, cvivf_directory_entry(page, meta, list), cvivf_directory_entry_size(meta));
+	memcpy(entry, cvivf_directory_entry(page, meta, list), bytes);
 	UnlockReleaseBuffer(buf);
+}
+
+/* Copies one list's whole directory entry (cvivf_directory_entry_size bytes). */
+void
+cvivf_read_list_entry_bytes(Relation index, const CvIvfMetaPageData *meta, int list,
+							void *entry)
+{
+	read_entry_prefix(index, meta, list, entry, cvivf_directory_entry_size(meta));
 }
 
 /* Copies one list's directory entry: cvivf's part of it, for either kind. */
@@ -101,15 +109,7 @@ void
 cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta, int list,
 					  CvIvfListEntry *entry)
 {
-	BlockNumber block = cvivf_directory_block(meta, list);
-	Buffer		buf = ReadBuffer(index, block);
-	Page		page;
-
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	cvivf_check_page(index, page, block, CVIVF_PAGE_DIRECTORY);
-	memcpy(entry, cvivf_directory_entry(page, meta, list), sizeof(CvIvfListEntry));
-	UnlockReleaseBuffer(buf);
+	read_entry_prefix(index, meta, list, entry, sizeof(CvIvfListEntry));
 }
 
 /*

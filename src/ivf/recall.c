@@ -23,7 +23,6 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_am.h"
-#include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
@@ -33,7 +32,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
 #include "access.h"
 #include "ivf/ivf.h"
@@ -59,6 +57,7 @@ typedef struct Recall
 {
 	Relation	heap;
 	Relation	index;
+	bool		lattice;		/* a cvlattice index */
 	CvIvfMetaPageData meta;
 	AttrNumber	heap_attno;		/* the vector's column in the table */
 	AttrNumber	index_attno;	/* the vector's key column in the index */
@@ -299,21 +298,11 @@ answer_through_index(Recall *r)
 	MemoryContextDelete(query_context);
 }
 
-/* Opens a cvivf or cvlattice index and its table, checking the caller's rights first. */
-static Relation
-open_index(Oid indexid, Relation *heap)
-{
-	bool		is_lattice;
-
-	return cv_open_vector_index(indexid, CV_INDEX_READ, "cvivf_recall", heap, &is_lattice);
-}
-
 /* The vector's columns in the index and the table; refuses what exact search cannot mirror. */
 static void
 find_vector_column(Recall *r)
 {
-	int			column = r->index->rd_indam->ambuild == cvlatticebuild ?
-		cvlattice_vector_column(r->index) : 0;
+	int			column = r->lattice ? cvlattice_vector_column(r->index) : 0;
 
 	if (RelationGetIndexPredicate(r->index) != NIL ||
 		r->index->rd_index->indkey.values[column] == 0)
@@ -419,7 +408,8 @@ cvivf_recall(PG_FUNCTION_ARGS)
 	r.probes = PG_ARGISNULL(3) ? cvivf_probes : PG_GETARG_INT32(3);
 	r.seed = PG_GETARG_INT32(4);
 	check_arguments(&r);
-	r.index = open_index(PG_GETARG_OID(0), &r.heap);
+	r.index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_recall", &r.heap,
+								   &r.lattice);
 	find_vector_column(&r);
 	cvivf_read_meta(r.index, &r.meta);
 	r.dims = r.meta.dimensions;

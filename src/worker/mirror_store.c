@@ -326,9 +326,68 @@ keyed_mirror(const CvGpuSlot *slot, int64 m, const CvGpuMirrorKey *key, const ch
 	return info;
 }
 
+/* A submitted slot's search arguments; false when it is no well-formed search. */
+static bool
+search_args_of(const CvGpuSlot *slot, CvGpuSearchArgs *args)
+{
+	const char *payload = cv_worker_payload(slot);
+
+	if (slot->opcode != CV_OP_MIRROR_SEARCH || payload == NULL ||
+		slot->payload_bytes < sizeof(*args))
+		return false;
+	memcpy(args, payload, sizeof(*args));
+	return true;
+}
+
 /*
- * A batch search, answered in place (cv_search_layout): the library writes
- * row positions and distances straight into the staging buffer, and the
+ * The mirror a search request names, with its arguments and where its
+ * queries and answer lie in its staging buffer; NULL (*bad set) when the
+ * request is malformed or the mirror is gone.
+ */
+static CvGpuMirrorInfo *
+checked_search(const CvGpuSlot *slot, CvGpuSearchArgs *args, CvGpuSearchLayout *layout,
+			   const char **bad)
+{
+	CvGpuMirrorInfo *info;
+
+	if (!search_args_of(slot, args))
+	{
+		*bad = "search request without its arguments";
+		return NULL;
+	}
+	if ((info = keyed_mirror(slot, args->mirror, &args->key, bad)) == NULL)
+		return NULL;
+	cv_search_layout(Max(args->nq, 0), info->key.dimensions, Max(args->k, 0),
+					 Max(args->probes, 0), layout);
+	if (args->nq < 1 || args->k < 1 || args->probes < 1 || args->probes > info->key.lists ||
+		slot->payload_bytes != layout->queries +
+		sizeof(float) * (Size) args->nq * info->key.dimensions ||
+		layout->total > cv_worker_payload_capacity(slot))
+	{
+		*bad = "search request of an invalid size";
+		return NULL;
+	}
+	return info;
+}
+
+/* The heap TID of a row position the library returned (-1: none). */
+static inline int64
+tid_at(const WorkerMirror *w, int64 rows, long long position)
+{
+	return position >= 0 && position < rows ? w->tids[position] : -1;
+}
+
+static void
+touch_mirror(CvGpuMirrorInfo *info)
+{
+	SpinLockAcquire(&cv_gpu_shared->mutex);
+	info->last_used = GetCurrentTimestamp();
+	SpinLockRelease(&cv_gpu_shared->mutex);
+}
+
+/*
+ * A search answered in place (cv_search_layout): the library writes row
+ * positions and distances straight into the staging buffer, and the
  * positions become heap TIDs there.
  */
 static CvCudaStatus
@@ -341,23 +400,8 @@ mirror_search(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad
 	int64	   *tids;
 	CvCudaStatus status;
 
-	if (payload == NULL || slot->payload_bytes < sizeof(args))
-	{
-		*bad = "search request without its arguments";
+	if ((info = checked_search(slot, &args, &layout, bad)) == NULL)
 		return CVCUDA_INVALID_ARGUMENT;
-	}
-	memcpy(&args, payload, sizeof(args));
-	if ((info = keyed_mirror(slot, args.mirror, &args.key, bad)) == NULL)
-		return CVCUDA_INVALID_ARGUMENT;
-	cv_search_layout(Max(args.nq, 0), info->key.dimensions, Max(args.k, 0),
-					 Max(args.probes, 0), &layout);
-	if (args.nq < 1 || args.k < 1 || args.probes < 1 || args.probes > info->key.lists ||
-		slot->payload_bytes != layout.queries + sizeof(float) * (Size) args.nq * info->key.dimensions ||
-		layout.total > cv_worker_payload_capacity(slot))
-	{
-		*bad = "search request of an invalid size";
-		return CVCUDA_INVALID_ARGUMENT;
-	}
 	w = &mirrors[args.mirror];
 	tids = (int64 *) (payload + layout.tids);
 	status = cv_cuda.ivf_search(w->centroids, info->key.lists, info->key.dimensions, w->vectors,
@@ -369,10 +413,8 @@ mirror_search(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad
 	if (status != CVCUDA_OK)
 		return status;
 	for (int64 i = 0; i < (int64) args.nq * args.k; i++)
-		tids[i] = tids[i] >= 0 && tids[i] < info->key.rows ? w->tids[tids[i]] : -1;
-	SpinLockAcquire(&cv_gpu_shared->mutex);
-	info->last_used = GetCurrentTimestamp();
-	SpinLockRelease(&cv_gpu_shared->mutex);
+		tids[i] = tid_at(w, info->key.rows, tids[i]);
+	touch_mirror(info);
 	return CVCUDA_OK;
 }
 
@@ -409,19 +451,6 @@ mirror_layout(CvGpuSlot *slot, char *payload, const char **bad)
 
 /* The most queries one batched launch carries. */
 #define BATCH_MAX_QUERIES 65536
-
-/* A submitted slot's search arguments; false when it is no well-formed search. */
-static bool
-search_args_of(const CvGpuSlot *slot, CvGpuSearchArgs *args)
-{
-	const char *payload = cv_worker_payload(slot);
-
-	if (slot->opcode != CV_OP_MIRROR_SEARCH || payload == NULL ||
-		slot->payload_bytes < sizeof(*args))
-		return false;
-	memcpy(args, payload, sizeof(*args));
-	return true;
-}
 
 int
 cv_worker_join_searches(int lead, int *joined, int max)
@@ -475,23 +504,11 @@ static bool
 check_part(BatchPart *part)
 {
 	const char *bad = NULL;
-	CvGpuMirrorInfo *info;
 
-	search_args_of(part->slot, &part->args);
-	info = keyed_mirror(part->slot, part->args.mirror, &part->args.key, &bad);
-	if (info != NULL)
-	{
-		cv_search_layout(part->args.nq, info->key.dimensions, part->args.k, part->args.probes,
-						 &part->layout);
-		if (part->args.k < 1 || part->args.probes < 1 || part->args.probes > info->key.lists ||
-			part->slot->payload_bytes != part->layout.queries +
-			sizeof(float) * (Size) part->args.nq * info->key.dimensions ||
-			part->layout.total > cv_worker_payload_capacity(part->slot))
-			bad = "search request of an invalid size";
-	}
-	if (bad != NULL)
-		fail_slot(part->slot, CV_GPU_ERR_BAD_REQUEST, bad);
-	return bad == NULL;
+	if (checked_search(part->slot, &part->args, &part->layout, &bad) != NULL)
+		return true;
+	fail_slot(part->slot, CV_GPU_ERR_BAD_REQUEST, bad);
+	return false;
 }
 
 /* Writes one slot's share of the batch's answer into its staging buffer. */
@@ -512,7 +529,7 @@ scatter(const BatchPart *part, const WorkerMirror *w, int64 rows, int k_max,
 		/* the first k of the best k_max, in the same order: the best k */
 		for (int r = 0; r < k; r++)
 		{
-			tids[q * k + r] = pos[r] >= 0 && pos[r] < rows ? w->tids[pos[r]] : -1;
+			tids[q * k + r] = tid_at(w, rows, pos[r]);
 			dist[q * k + r] = distances[(part->first + q) * k_max + r];
 		}
 	}
@@ -597,11 +614,7 @@ cv_worker_search_batch(const int *slots, int count)
 	if (valid >= 0)
 		status = launch_batch(parts, count, valid, total, k_max);
 	if (valid >= 0 && status == CVCUDA_OK)
-	{
-		SpinLockAcquire(&cv_gpu_shared->mutex);
-		cv_gpu_shared->mirrors[parts[valid].args.mirror].last_used = GetCurrentTimestamp();
-		SpinLockRelease(&cv_gpu_shared->mutex);
-	}
+		touch_mirror(&cv_gpu_shared->mirrors[parts[valid].args.mirror]);
 	pfree(parts);
 	return status;
 }
