@@ -20,14 +20,14 @@ IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/recall.o
 LATTICE_OBJS = src/lattice/handler.o src/lattice/labels.o src/lattice/page.o \
 	src/lattice/build.o src/lattice/insert.o src/lattice/vacuum.o src/lattice/scan.o \
-	src/lattice/validate.o src/lattice/introspect.o
+	src/lattice/validate.o src/lattice/introspect.o src/lattice/observed.o
 HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
 	src/health/aggregate.o src/health/gpu_passes.o
 SEARCH_OBJS = src/search/topk.o src/search/exact.o src/search/cvsearch.o
 # the backend's side of the GPU seam (gpu.h), and the worker process
 GPU_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/gpu/*.c)))
 WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/buffers.o \
-	src/worker/mirror_store.o
+	src/worker/mirror_store.o src/worker/mirror_observe.o
 OBJS = src/clustervec.o src/access.o $(TYPE_OBJS) $(IVF_OBJS) $(LATTICE_OBJS) $(HEALTH_OBJS) \
 	$(SEARCH_OBJS) \
 	$(GPU_OBJS) $(WORKER_OBJS) $(MATH_OBJS)

@@ -316,6 +316,14 @@ CREATE FUNCTION cvlattice_lists(index regclass)
 	RETURNS TABLE(list integer, label text, members bigint, centroid cvec,
 	              inserted_since_build bigint)
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
+-- Health observed by the GPU searches over a cvlattice index (clustervec.observe).
+CREATE FUNCTION cluster_health_observed(index regclass)
+	RETURNS TABLE(cluster bigint, cluster_text text, n bigint, n_seen bigint, coverage float8,
+	              inertia_seen float8, mean_dist_seen float8, cohesion_seen float8,
+	              queries bigint)
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+CREATE FUNCTION cluster_health_observed_reset(index regclass) RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 CREATE FUNCTION cvlattice_verify(index regclass) RETURNS void
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
 

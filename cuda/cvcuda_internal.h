@@ -497,7 +497,8 @@ cvcuda_probe_all(int *out, int nq, int lists)
 
 /*
  * Checks list_offsets' values (a host copy of lists + 1 int64): offsets[0]
- * = 0, non-decreasing, and offsets[lists] rows within vectors.
+ * = 0, non-decreasing, and offsets[lists] rows within vectors (NULL: not
+ * checked).
  */
 static inline CvCudaStatus
 cvcuda_check_ivf_offsets(const long long *offsets, int lists, int d,
@@ -510,10 +511,74 @@ cvcuda_check_ivf_offsets(const long long *offsets, int lists, int d,
 		if (offsets[l + 1] < offsets[l])
 			return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
 									"ivf_search: list_offsets decrease at list %d", l);
-	if ((unsigned long long) offsets[lists] > vectors->bytes / ((size_t) d * sizeof(float)))
+	if (vectors != NULL &&
+		(unsigned long long) offsets[lists] > vectors->bytes / ((size_t) d * sizeof(float)))
 		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
 								"ivf_search: list_offsets end at row %lld, past the %zu rows of vectors",
 								offsets[lists], vectors->bytes / ((size_t) d * sizeof(float)));
+	return CVCUDA_OK;
+}
+
+/*
+ * Checks cvcuda_list_observe's and cvcuda_observed_reduce's arguments that
+ * need no buffer contents (means NULL: the reduce, which has none).
+ */
+static inline CvCudaStatus
+cvcuda_check_observe_args(const char *what, const CvCudaBuffer *means, int lists, int d,
+						  const CvCudaBuffer *list_offsets, int metric,
+						  const CvCudaBuffer *member_stats, CvCudaError *err)
+{
+	if (lists < 1)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: lists (%d) must be at least 1", what, lists);
+	if (list_offsets == NULL || member_stats == NULL)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: list_offsets and member_stats must not be NULL", what);
+	if (list_offsets->bytes != ((size_t) lists + 1) * sizeof(long long))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: list_offsets hold %zu bytes, not %d + 1 int64",
+								what, list_offsets->bytes, lists);
+	if (means == NULL)
+		return CVCUDA_OK;
+	if (d < 1 || d > CVCUDA_KNN_MAX_DIMS)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: d (%d) must be between 1 and %d", what, d,
+								CVCUDA_KNN_MAX_DIMS);
+	if (metric != CV_METRIC_L2 && metric != CV_METRIC_INNER_PRODUCT &&
+		metric != CV_METRIC_COSINE)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: unknown metric %d", what, metric);
+	if ((unsigned long long) lists > SIZE_MAX / sizeof(float) / (unsigned) d ||
+		means->bytes != (size_t) lists * (size_t) d * sizeof(float))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: means hold %zu bytes, not %d lists x %d float4",
+								what, means->bytes, lists, d);
+	return CVCUDA_OK;
+}
+
+/*
+ * Checks the observation's sizes against list_offsets' values (a host copy,
+ * already checked by cvcuda_check_ivf_offsets): member_stats holds exactly
+ * the rows' values, and every list named in observe exists.
+ */
+static inline CvCudaStatus
+cvcuda_check_observe_rows(const char *what, const long long *offsets, int lists,
+						  const int *observe, int count, const CvCudaBuffer *member_stats,
+						  CvCudaError *err)
+{
+	if (member_stats->bytes != (size_t) offsets[lists] * CVCUDA_OBSERVE_VALUES * sizeof(double))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: member_stats hold %zu bytes, not %lld rows x %d float8",
+								what, member_stats->bytes, offsets[lists], CVCUDA_OBSERVE_VALUES);
+	if (count < 0 || (count > 0 && observe == NULL))
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"%s: %d lists to observe, from %s", what, count,
+								observe == NULL ? "NULL" : "an array");
+	for (int i = 0; i < count; i++)
+		if (observe[i] < 0 || observe[i] >= lists)
+			return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+									"%s: list %d is not one of the %d lists", what, observe[i],
+									lists);
 	return CVCUDA_OK;
 }
 

@@ -34,4 +34,8 @@ SELECT * FROM cvlattice_lists('lerr_ivf');
 SELECT cvlattice_verify('lerr');
 SELECT * FROM cvivf_lists('lerr_w');
 SELECT cvlattice_verify(0);
+-- observed health needs the GPU worker (not preloaded here), and a cvlattice index
+SELECT * FROM cluster_health_observed('lerr_w');
+SELECT cluster_health_observed_reset('lerr_w');
+SELECT * FROM cluster_health_observed('lerr_ivf');
 DROP TABLE lerr, wide, longlabel;

@@ -77,6 +77,10 @@ INSERT INTO priv_functions VALUES
 	 $$SELECT count(*) FROM cvlattice_lists((%1$L || '_lattice')::regclass)$$),
 	('cvlattice_verify(regclass)', 'reads',
 	 $$SELECT cvlattice_verify((%1$L || '_lattice')::regclass)$$),
+	('cluster_health_observed(regclass)', 'reads',
+	 $$SELECT count(*) FROM cluster_health_observed((%1$L || '_lattice')::regclass)$$),
+	('cluster_health_observed_reset(regclass)', 'reads',
+	 $$SELECT cluster_health_observed_reset((%1$L || '_lattice')::regclass)$$),
 	('cluster_health(regclass,name,name,name,double precision,double precision,integer,integer,integer,integer,boolean)', 'reads',
 	 $$SELECT count(*) FROM cluster_health(%1$L, 'c', 'v')$$),
 	('cluster_health_summary(regclass,name,name,name,double precision,double precision,integer,integer,integer,integer,boolean)', 'reads',
@@ -125,7 +129,9 @@ CREATE FUNCTION priv_calls(tab text, idx text)
 	FROM priv_functions WHERE call IS NOT NULL
 $$;
 
--- the owner: every call works (so the calls below fail for privileges only)
+-- the owner: every call works (so the calls below fail for privileges
+-- only), but the observed-health functions need the GPU worker, which
+-- pg_regress does not preload: they pass the privilege checks first
 SET client_min_messages = warning;	-- clustervec_gpu_warm: no GPU worker
 SELECT * FROM priv_calls('priv_secret', 'priv_secret_idx') ORDER BY 1;
 RESET client_min_messages;

@@ -29,7 +29,7 @@ extern "C"
 /* CvMetric: the one name of a distance, shared with the access methods. */
 #include "clustervec_metric.h"
 
-#define CVCUDA_ABI_VERSION 4
+#define CVCUDA_ABI_VERSION 5
 #define CVCUDA_ERROR_LEN 256
 
 /* Largest k cvcuda_knn_exact accepts. */
@@ -337,6 +337,50 @@ CvCudaStatus cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d,
 							   int metric, const float *queries, int nq, int k, int probes,
 							   long long *out_position, double *out_distance,
 							   int *out_probed, CvCudaError *err);
+
+/* ---------------------------------------------------------------------
+ * Observed health over a cvlattice mirror (ABI 5)
+ *
+ * A search over a cvlattice mirror scores every member of the lists it
+ * probes; the worker then has each of those members' distance to its own
+ * list's centroid written once into a side buffer, pre-filled with NaN so
+ * that unwritten members are told apart, and reduces it per list when
+ * asked (STATISTICS.md, "Observed health").
+ * --------------------------------------------------------------------- */
+
+/* float8 values per row of an observation buffer: r, then cos. */
+#define CVCUDA_OBSERVE_VALUES 2
+
+/*
+ * For every row of the count lists named in observe (host, list numbers),
+ * writes member_stats[2 * row] = r, the float64 Euclidean distance of the
+ * member to its list's centroid in means (lists x d float4), and
+ * member_stats[2 * row + 1] = cos(member, centroid) (0 for a zero member
+ * or a zero centroid).  Under CV_METRIC_COSINE the member is taken
+ * normalised (a zero member as the zero vector), as cvlattice's cosine
+ * centroids are means of normalised members.  Rows of other lists are not
+ * touched.  member_stats holds rows x CVCUDA_OBSERVE_VALUES float8, rows
+ * being list_offsets[lists].
+ */
+CvCudaStatus cvcuda_list_observe(const CvCudaBuffer *means, int lists, int d,
+								 const CvCudaBuffer *vectors, const CvCudaBuffer *list_offsets,
+								 int metric, const int *observe, int count,
+								 CvCudaBuffer *member_stats, CvCudaError *err);
+
+/* Per list, what cvcuda_observed_reduce writes (float8 each). */
+#define CVCUDA_OBSERVED_SEEN 0		/* rows whose r is not NaN */
+#define CVCUDA_OBSERVED_SUM_R2 1	/* sum of r^2 over them */
+#define CVCUDA_OBSERVED_SUM_R 2		/* sum of r */
+#define CVCUDA_OBSERVED_SUM_COS 3	/* sum of cos */
+#define CVCUDA_OBSERVED_FIELDS 4
+
+/*
+ * out (host, lists x CVCUDA_OBSERVED_FIELDS float8): each list's sums over
+ * its written rows, accumulated in float64.
+ */
+CvCudaStatus cvcuda_observed_reduce(const CvCudaBuffer *member_stats,
+									const CvCudaBuffer *list_offsets, int lists, double *out,
+									CvCudaError *err);
 
 #ifdef __cplusplus
 }

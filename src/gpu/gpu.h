@@ -199,10 +199,20 @@ typedef struct CvGpuSearchAnswer
 /* Most queries of d dimensions with k hits one request carries (0: not one). */
 extern int	cv_gpu_search_batch_queries(int d, int k, int probes);
 
+/* observe: a cvlattice mirror observes the lists probed (clustervec.observe) */
 extern bool cv_gpu_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries,
-								 int nq, int k, int probes, CvGpuSearchAnswer *answer,
-								 CvGpuError *error);
+								 int nq, int k, int probes, bool observe,
+								 CvGpuSearchAnswer *answer, CvGpuError *error);
 extern void cv_gpu_search_answer_free(CvGpuSearchAnswer *answer);
+
+/*
+ * Observed health of a cvlattice mirror: out holds key->lists entries.
+ * Reset forgets it (the mirror's members unseen, no queries counted).
+ */
+extern bool cv_gpu_mirror_observed(int mirror, const CvGpuMirrorKey *key,
+								   CvGpuObservedList *out, CvGpuError *error);
+extern bool cv_gpu_mirror_observed_reset(int mirror, const CvGpuMirrorKey *key,
+										 CvGpuError *error);
 
 /* Largest k and probes a mirror search accepts. */
 #define CV_GPU_SEARCH_MAX_K 1024

@@ -233,7 +233,7 @@ send_search(const CvGpuSearchArgs *args, const CvGpuSearchLayout *at, const floa
 
 bool
 cv_gpu_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries, int nq, int k,
-					 int probes, CvGpuSearchAnswer *answer, CvGpuError *error)
+					 int probes, bool observe, CvGpuSearchAnswer *answer, CvGpuError *error)
 {
 	const MirrorLayout *layout = layout_of(mirror, key, error);
 	CvGpuSearchArgs args = {0};
@@ -246,6 +246,7 @@ cv_gpu_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries
 	args.nq = nq;
 	args.k = k;
 	args.probes = Min(probes, key->lists);
+	args.observe = observe && key->lattice;
 	cv_search_layout(nq, key->dimensions, k, args.probes, &at);
 	if (at.total > CV_GPU_STAGING_BYTES)
 	{
@@ -263,6 +264,32 @@ void
 cv_gpu_search_answer_free(CvGpuSearchAnswer *answer)
 {
 	pfree(answer->tids);
+}
+
+bool
+cv_gpu_mirror_observed(int mirror, const CvGpuMirrorKey *key, CvGpuObservedList *out,
+					   CvGpuError *error)
+{
+	int64		args[1] = {mirror};
+	Size		bytes = sizeof(CvGpuObservedList) * (Size) key->lists;
+
+	if (bytes > CV_GPU_STAGING_BYTES)
+	{
+		cv_gpu_set_error(error, CV_GPU_ERR_BAD_REQUEST,
+						 "observed health of more lists than a staging buffer holds");
+		return false;
+	}
+	return cv_gpu_request(CV_OP_MIRROR_OBSERVED, true, args, 1, sizeof(*key), key, out, bytes,
+						  NULL, error);
+}
+
+bool
+cv_gpu_mirror_observed_reset(int mirror, const CvGpuMirrorKey *key, CvGpuError *error)
+{
+	int64		args[1] = {mirror};
+
+	return cv_gpu_request(CV_OP_MIRROR_OBSERVED_RESET, true, args, 1, sizeof(*key), key, NULL, 0,
+						  NULL, error);
 }
 
 /* DROP INDEX (and DROP TABLE, DROP SCHEMA ...): the index's mirrors go too. */

@@ -39,6 +39,7 @@ typedef struct CvGpuMirrorKey
 	int32		dimensions;
 	int32		lists;
 	int64		rows;
+	int32		lattice;		/* a cvlattice index: means and observed health too */
 } CvGpuMirrorKey;
 
 typedef enum CvGpuMirrorState
@@ -62,6 +63,21 @@ typedef struct CvGpuMirrorInfo
 
 #define CV_GPU_MAX_MIRRORS 32
 
+/*
+ * Observed health of one list of a cvlattice mirror (STATISTICS.md,
+ * "Observed health"): over the members the searches scored, r being a
+ * member's distance to its list's centroid.
+ */
+typedef struct CvGpuObservedList
+{
+	int64		rows;			/* the list's members in the mirror */
+	int64		seen;			/* of them, scored by a search */
+	double		sum_r2;
+	double		sum_r;
+	double		sum_cos;		/* cos(member, centroid) */
+	uint64		queries;		/* searches that probed the list */
+} CvGpuObservedList;
+
 /* The parts of a mirror a backend uploads. */
 typedef enum CvGpuMirrorPart
 {
@@ -69,7 +85,8 @@ typedef enum CvGpuMirrorPart
 	CV_MIRROR_PART_VECTORS = 1, /* rows x d float4, list after list */
 	CV_MIRROR_PART_TIDS = 2,	/* rows int8: block << 16 | offset */
 	CV_MIRROR_PART_OFFSETS = 3, /* lists + 1 int8: list l is rows [o[l], o[l+1]) */
-	CV_MIRROR_PART_ENDS = 4		/* lists int8: where each list ended (block << 32 | byte) */
+	CV_MIRROR_PART_ENDS = 4,	/* lists int8: where each list ended (block << 32 | byte) */
+	CV_MIRROR_PART_MEANS = 5	/* cvlattice: lists x d float4, each list's published centroid */
 } CvGpuMirrorPart;
 
 #endif

@@ -150,6 +150,7 @@ typedef struct CvIvfOptions
 extern int	cvivf_probes;
 extern int	cvivf_iterative_scan;
 extern int	cvivf_max_probes;
+extern bool cvlattice_observe;	/* clustervec.observe */
 extern int	cv_gpu_assign_mode;	/* clustervec.gpu_assign: CV_GPU_ASSIGN_* */
 
 #define CVIVF_ITERATIVE_OFF 0
@@ -166,6 +167,8 @@ extern char *cvivfbuildphasename(int64 phasenum);
 extern CvMetric cvivf_metric_of_index(Relation index);
 extern double cvivf_distance(CvMetric metric, const float *a, const float *b, int dim);
 extern bool cvivf_vector_is_indexable(CvMetric metric, const float *x, int dim);
+extern void cvivf_normalise_rows(float *rows, int count, int dim);
+extern float *cvivf_read_ranking_centroids(Relation index, const CvIvfMetaPageData *meta);
 extern double cvivf_centroid_distance(CvMetric metric, const float *query,
 									  const float *centroid, int dim);
 

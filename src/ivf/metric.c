@@ -63,6 +63,40 @@ cvivf_centroid_distance(CvMetric metric, const float *query, const float *centro
 	return -cv_distance->inner_product(query, centroid, dim);
 }
 
+/* Each row scaled to unit length (in float64, rounded once); a zero row stays zero. */
+void
+cvivf_normalise_rows(float *rows, int count, int dim)
+{
+	for (int i = 0; i < count; i++)
+	{
+		float	   *row = rows + (Size) i * dim;
+		double		norm = sqrt(cv_distance->norm_squared(row, dim));
+
+		if (norm > 0)
+			for (int j = 0; j < dim; j++)
+				row[j] = (float) (row[j] / norm);
+	}
+}
+
+/*
+ * The centroids lists are ranked by (cvivf_centroid_distance), NULL when
+ * the index has none.  cvlattice's cosine centroids are means of
+ * directions, not unit length: normalised, their negated inner product
+ * with the query ranks them by cosine distance (the query's norm is common
+ * to all).  The CPU scans and the GPU mirror rank these same float4 values,
+ * so both probe the same lists.
+ */
+float *
+cvivf_read_ranking_centroids(Relation index, const CvIvfMetaPageData *meta)
+{
+	float	   *centroids = cvivf_read_centroids(index, meta);
+
+	if (centroids != NULL && meta->kind == CV_INDEX_KIND_LATTICE &&
+		meta->metric == CV_METRIC_COSINE)
+		cvivf_normalise_rows(centroids, meta->lists, meta->dimensions);
+	return centroids;
+}
+
 /* A zero vector has no direction, so the cosine opclass leaves it out. */
 bool
 cvivf_vector_is_indexable(CvMetric metric, const float *x, int dim)

@@ -35,6 +35,7 @@ cvivf_mirror_key(Relation index, const CvIvfMetaPageData *meta, CvGpuMirrorKey *
 	key->metric = (int32) meta->metric;
 	key->dimensions = meta->dimensions;
 	key->lists = meta->lists;
+	key->lattice = meta->kind == CV_INDEX_KIND_LATTICE;
 }
 
 /* Collects one list's first `wanted` live tuples into the upload buffers. */
@@ -182,6 +183,16 @@ upload_once(Relation index, CvGpuError *error)
 	centroids = cvivf_read_centroids(index, &meta);
 	if (centroids == NULL)
 		centroids = palloc0(sizeof(float) * meta.dimensions * meta.lists);
+	/* cvlattice: the published means for observed health, then what ranks */
+	if (key.lattice &&
+		!cv_gpu_mirror_put(mirror, CV_MIRROR_PART_MEANS, 0, centroids,
+						   sizeof(float) * (Size) meta.dimensions * meta.lists, error))
+	{
+		cv_gpu_mirror_drop(mirror);
+		return UPLOAD_FAILED;
+	}
+	if (key.lattice && meta.metric == CV_METRIC_COSINE)
+		cvivf_normalise_rows(centroids, meta.lists, meta.dimensions);
 	u.mirror = mirror;
 	u.d = meta.dimensions;
 	u.error = error;

@@ -219,6 +219,20 @@ scan_list_limit(const CvIvfScanState *state)
 	return cvivf_scan_limit(lists);
 }
 
+/* The lists the CPU scan reads, in order, and how many it may read. */
+static void
+plan_cpu_scan(IndexScanDesc scan, CvIvfScanState *state)
+{
+	if (cvlattice_is(&state->meta))
+	{
+		cvlattice_plan_scan(scan, &state->meta, state->query_is_null ? NULL : state->query,
+							&state->ranked, &state->max_lists, &state->batch);
+		return;
+	}
+	rank_lists(scan->indexRelation, state);
+	state->max_lists = scan_list_limit(state);
+}
+
 /* Reads the next batch of lists into the heap; false when none is left. */
 static bool
 open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
@@ -260,21 +274,14 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 	state->started = true;
 	pgstat_count_index_scan(scan->indexRelation);
 	state->batch = cvivf_probes;
-	if (cvlattice_is(&state->meta))
-	{
+	/* label conditions read exactly their lists, which the GPU is not told of */
+	if (cvlattice_is(&state->meta) && scan->numberOfKeys > 0)
 		cv_scan_report(CV_SCAN_CPU_LATTICE);
-		cvlattice_plan_scan(scan, &state->meta, state->query_is_null ? NULL : state->query,
-							&state->ranked, &state->max_lists, &state->batch);
-		return;
-	}
-	if (!state->query_is_null)
+	else if (!state->query_is_null)
 		state->gpu = cvivf_gpu_scan_begin(scan->indexRelation, &state->meta, state->query,
 										  Min(cvivf_probes, (int) state->meta.lists));
 	if (state->gpu == NULL)
-	{
-		rank_lists(scan->indexRelation, state);
-		state->max_lists = scan_list_limit(state);
-	}
+		plan_cpu_scan(scan, state);
 }
 
 /*
@@ -285,8 +292,7 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 static void
 continue_on_cpu(IndexScanDesc scan, CvIvfScanState *state, CvIvfGpuScanResult result)
 {
-	rank_lists(scan->indexRelation, state);
-	state->max_lists = scan_list_limit(state);
+	plan_cpu_scan(scan, state);
 	if (result == CVIVF_GPU_LISTS_DONE)
 		state->lists_opened = Min(Min(cvivf_probes, (int) state->meta.lists), state->max_lists);
 	else

@@ -100,6 +100,7 @@ fetch(CvIvfGpuScan *scan, int width)
 	bool		ok;
 
 	ok = cv_gpu_mirror_search(scan->mirror, &scan->key, scan->query, 1, width, scan->probes,
+							  scan->width == 0 && cvlattice_observe,
 							  &answer, &error);
 	if (ok)
 	{

@@ -14,6 +14,7 @@ int			cvivf_probes = 10;
 int			cv_gpu_assign_mode = CV_GPU_ASSIGN_FP32;
 int			cvivf_iterative_scan = CVIVF_ITERATIVE_RELAXED;
 int			cvivf_max_probes = -1;
+bool		cvlattice_observe = false;
 
 static relopt_kind cvivf_relopt_kind;
 
@@ -51,7 +52,8 @@ define_reloptions(void)
 
 void
 cvivf_define_settings(void)
-{	DefineCustomEnumVariable("clustervec.gpu_assign",
+{
+	DefineCustomEnumVariable("clustervec.gpu_assign",
 							 "Products of the GPU k-means assignment in index builds.",
 							 "fp32: exact FP32; bf16: tensor-core products with the best candidates re-checked in FP32.",
 							 &cv_gpu_assign_mode, CV_GPU_ASSIGN_FP32, assign_options,
@@ -72,6 +74,11 @@ cvivf_define_settings(void)
 							"Most cvivf lists an iterative scan opens (-1: all).",
 							NULL, &cvivf_max_probes, -1, -1, CVIVF_MAX_LISTS,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("clustervec.observe",
+							 "Whether GPU searches over cvlattice indexes observe the clusters' health.",
+							 "Each list a search probes has its members' distances to their centroid "
+							 "recorded once per mirror; cluster_health_observed() reports them.",
+							 &cvlattice_observe, false, PGC_USERSET, 0, NULL, NULL, NULL);
 	define_reloptions();
 }
 

@@ -36,8 +36,11 @@
  * - The label -> list map is cached in rd_amcache, valid while the
  *   metapage counts as many lists as it holds (labels.c).  Centroids move
  *   with inserts, so scans read them from their pages.
- * - Scans, cost and vacuum cleanup are cvivf's; the GPU worker does not
- *   serve cvlattice indexes yet (src/ivf/scan.c never asks it for one).
+ * - Scans, cost and vacuum cleanup are cvivf's.  The GPU worker mirrors a
+ *   cvlattice index as a cvivf one (plus its means, for observed health,
+ *   observed.c) and serves its scans without label conditions; creating a
+ *   list bumps the generation, since a mirror holds the lists it was made
+ *   of.
  * - A centroid lives on one page: at most CV_LATTICE_MAX_DIMENSIONS.
  */
 #ifndef CV_LATTICE_H

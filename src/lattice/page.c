@@ -188,6 +188,8 @@ write_new_list(Relation index, Buffer meta_buf, const bytea *label, const NewLis
 		meta->directory_blocks[meta->directory_pages++] = BufferGetBlockNumber(pages->directory);
 	meta->last_centroid_block = entry.centroid_block;
 	meta->lists++;
+	/* a GPU mirror holds the lists it was made of: a new one makes it stale */
+	meta->generation++;
 	GenericXLogFinish(state);
 	pfree(zeros);
 }

@@ -6,11 +6,13 @@
  * planner hands them over as index conditions), the scan reads exactly the
  * lists of those labels, all at once, so its rows come in exact distance
  * order within them and no row of another label is ever read.  Without,
- * the published centroids are ranked by the operator's own distance to the
- * query (cosine centroids are means of directions, not unit length), the
- * nearest clustervec.probes lists are read first and the iterative scan
- * goes on as cvivf's does.  Centroids move with every insert, so they are
- * read from their pages at each scan, not cached.
+ * the published centroids are ranked as cvivf ranks its own
+ * (cvivf_centroid_distance over cvivf_read_ranking_centroids: cosine
+ * centroids, means of directions, normalised first), the nearest
+ * clustervec.probes lists are read first and the iterative scan goes on as
+ * cvivf's does; the GPU mirror ranks the same values, so it probes the
+ * same lists.  Centroids move with every insert, so they are read from
+ * their pages at each scan, not cached.
  */
 #include "postgres.h"
 
@@ -184,7 +186,7 @@ rank_lists(Relation index, const CvIvfMetaPageData *meta, const float *query,
 		   const bool *allowed, CvIvfRankedList *ranked)
 {
 	float	   *centroids = query != NULL && meta->lists > 0 ?
-		cvivf_read_centroids(index, meta) : NULL;
+		cvivf_read_ranking_centroids(index, meta) : NULL;
 	int			count = 0;
 
 	for (uint32 list = 0; list < meta->lists; list++)
@@ -193,10 +195,11 @@ rank_lists(Relation index, const CvIvfMetaPageData *meta, const float *query,
 			continue;
 		ranked[count].list = list;
 		ranked[count].distance = centroids == NULL ? 0 :
-			cvivf_distance(meta->metric, query, centroids + (Size) list * meta->dimensions,
-						   meta->dimensions);
+			cvivf_centroid_distance(meta->metric, query,
+									centroids + (Size) list * meta->dimensions,
+									meta->dimensions);
 		if (isnan(ranked[count].distance))
-			ranked[count].distance = INFINITY;	/* a zero centroid under cosine */
+			ranked[count].distance = INFINITY;
 		count++;
 	}
 	qsort(ranked, count, sizeof(CvIvfRankedList), compare_ranked);

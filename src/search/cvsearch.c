@@ -48,7 +48,7 @@ typedef struct BatchSearch
 	int			probes;
 	int			nq;
 	float	   *queries;
-	bool		lattice;		/* a cvlattice index: the CPU path only, for now */
+	bool		lattice;		/* a cvlattice index */
 	int			vector_attno;	/* the index column ordered by */
 	/* results: k per query */
 	ItemPointerData *tids;
@@ -193,15 +193,20 @@ finish_query(BatchSearch *s, int q, int in_batch, const CvGpuSearchAnswer *answe
 		QUERY_DONE : QUERY_ON_CPU;
 }
 
-/* Answers queries [first, first + nq) with width hits each; false: the worker failed. */
+/*
+ * Answers queries [first, first + nq) with width hits each; false: the
+ * worker failed.  A query's first request observes (cvlattice, with
+ * clustervec.observe), a wider one again does not, so each counts once.
+ */
 static bool
-search_batch(BatchSearch *s, int first, int nq, int width, QueryState *states)
+search_batch(BatchSearch *s, int first, int nq, int width, bool first_ask, QueryState *states)
 {
 	CvGpuSearchAnswer answer;
 	CvGpuError	error = {0};
 
 	if (!cv_gpu_mirror_search(s->mirror, &s->key, s->queries + (Size) first * s->meta.dimensions,
-							  nq, width, s->probes, &answer, &error))
+							  nq, width, s->probes, first_ask && cvlattice_observe, &answer,
+							  &error))
 	{
 		cv_gpu_fall_back("cvsearch", &error);
 		return false;
@@ -233,7 +238,7 @@ search_on_gpu(BatchSearch *s)
 	s->directory = palloc(sizeof(CvIvfListEntry) * s->meta.lists);
 	cvivf_read_directory(s->index, &s->meta, s->directory);
 	for (int first = 0; first < s->nq; first += batch)
-		if (!search_batch(s, first, Min(batch, s->nq - first), width, states))
+		if (!search_batch(s, first, Min(batch, s->nq - first), width, true, states))
 			return false;
 	for (int q = 0; q < s->nq; q++)
 	{
@@ -244,7 +249,7 @@ search_on_gpu(BatchSearch *s)
 										   Min(CV_GPU_SEARCH_MAX_K, more * 4), probes) >= 1)
 		{
 			more = Min(CV_GPU_SEARCH_MAX_K, more * 4);
-			if (!search_batch(s, q, 1, more, states))
+			if (!search_batch(s, q, 1, more, false, states))
 				return false;
 		}
 		if (states[q] != QUERY_DONE)
@@ -278,7 +283,7 @@ emit_results(FunctionCallInfo fcinfo, const BatchSearch *s)
 static bool
 choose_mirror(BatchSearch *s)
 {
-	if (s->lattice || !cv_gpu_should_use() || (s->meta.flags & CVIVF_META_NO_CENTROIDS))
+	if (!cv_gpu_should_use() || (s->meta.flags & CVIVF_META_NO_CENTROIDS))
 		return false;
 	cvivf_mirror_key(s->index, &s->meta, &s->key);
 	s->mirror = cv_gpu_mirror_find(&s->key);
@@ -338,7 +343,9 @@ Datum
 clustervec_gpu_warm(PG_FUNCTION_ARGS)
 {
 	Relation	heap;
-	Relation	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "clustervec_gpu_warm", &heap);
+	bool		lattice;
+	Relation	index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "clustervec_gpu_warm",
+											 &heap, &lattice);
 	CvIvfMetaPageData meta;
 	CvGpuMirrorKey key;
 	CvGpuError	error = {0};

@@ -41,6 +41,11 @@ typedef struct CudaLibrary
 								const CvCudaBuffer *, int, const float *, int, int, int,
 								long long *, double *, int *, CvCudaError *);
 	void		(*set_stop_check) (CvCudaStopCheck, void *);
+	CvCudaStatus (*list_observe) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
+								  const CvCudaBuffer *, int, const int *, int, CvCudaBuffer *,
+								  CvCudaError *);
+	CvCudaStatus (*observed_reduce) (const CvCudaBuffer *, const CvCudaBuffer *, int, double *,
+									 CvCudaError *);
 } CudaLibrary;
 
 extern CudaLibrary cv_cuda;
@@ -65,6 +70,30 @@ extern bool cv_worker_handles_mirror(int opcode);
 extern CvCudaStatus cv_worker_execute_mirror_op(CvGpuSlot *slot, char *payload,
 												CvCudaError *err, const char **bad);
 extern bool cv_worker_make_room(Size bytes);
+
+/*
+ * mirror_observe.c: observed health of cvlattice mirrors (the side buffer
+ * of each member's distance to its own centroid, and per-list counts).
+ * Bytes a mirror of this key needs for it (0: not a cvlattice mirror);
+ * begin allocates it beside mirror m, NaN-filled; means is the buffer
+ * CV_MIRROR_PART_MEANS writes (NULL: none).
+ */
+extern Size cv_worker_observation_bytes(const CvGpuMirrorKey *key);
+extern CvCudaStatus cv_worker_observation_begin(int m, const CvGpuMirrorKey *key,
+												CvCudaError *err);
+extern void cv_worker_observation_free(int m);
+extern CvCudaBuffer *cv_worker_observation_means(int m);
+
+/* After a search of nq queries over mirror m: count and observe their probed lists. */
+extern void cv_worker_observe_search(int m, const CvGpuMirrorKey *key,
+									 const CvCudaBuffer *vectors, const CvCudaBuffer *offsets,
+									 const int32 *probed, int64 nq, int probes);
+extern CvCudaStatus cv_worker_observed(int m, const CvGpuMirrorKey *key,
+									   const CvCudaBuffer *offsets, const int64 *host_offsets,
+									   char *payload, Size capacity, CvCudaError *err,
+									   const char **bad);
+extern CvCudaStatus cv_worker_observed_reset(int m, const CvGpuMirrorKey *key,
+											 CvCudaError *err);
 
 /*
  * Batched searches: marks RUNNING the submitted searches that can share

@@ -38,7 +38,7 @@ static Size
 mirror_bytes(const CvGpuMirrorKey *key)
 {
 	return sizeof(float) * (Size) key->dimensions * (key->lists + key->rows) +
-		sizeof(int64) * (key->lists + 1);
+		sizeof(int64) * (key->lists + 1) + cv_worker_observation_bytes(key);
 }
 
 static void
@@ -49,6 +49,7 @@ free_mirror(int m)
 	cv_cuda.buffer_free(w->centroids);
 	cv_cuda.buffer_free(w->vectors);
 	cv_cuda.buffer_free(w->offsets);
+	cv_worker_observation_free(m);
 	if (w->tids)
 		pfree(w->tids);
 	if (w->ends)
@@ -184,6 +185,8 @@ mirror_begin(CvGpuSlot *slot, const char *payload, CvCudaError *err, const char 
 			strlcpy(err->message, "out of host memory for a mirror's TIDs", sizeof(err->message));
 		}
 	}
+	if (status == CVCUDA_OK)
+		status = cv_worker_observation_begin(free_slot, &key, err);
 	SpinLockAcquire(&cv_gpu_shared->mutex);
 	cv_gpu_shared->mirrors[free_slot].state = CV_MIRROR_BUILDING;
 	cv_gpu_shared->mirrors[free_slot].key = key;
@@ -248,6 +251,14 @@ mirror_put(CvGpuSlot *slot, const char *payload, CvCudaError *err, const char **
 			return cv_cuda.buffer_write(w->centroids, offset, payload, bytes, err);
 		case CV_MIRROR_PART_VECTORS:
 			return cv_cuda.buffer_write(w->vectors, offset, payload, bytes, err);
+		case CV_MIRROR_PART_MEANS:
+			if (cv_worker_observation_means((int) slot->args[0]) == NULL)
+			{
+				*bad = "means sent for a mirror of no cvlattice index";
+				return CVCUDA_INVALID_ARGUMENT;
+			}
+			return cv_cuda.buffer_write(cv_worker_observation_means((int) slot->args[0]), offset,
+										payload, bytes, err);
 		case CV_MIRROR_PART_OFFSETS:
 			host = (char *) w->host_offsets;
 			limit = sizeof(int64) * (info->key.lists + 1);
@@ -414,6 +425,9 @@ mirror_search(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad
 		return status;
 	for (int64 i = 0; i < (int64) args.nq * args.k; i++)
 		tids[i] = tid_at(w, info->key.rows, tids[i]);
+	if (args.observe)
+		cv_worker_observe_search(args.mirror, &info->key, w->vectors, w->offsets,
+								 (const int32 *) (payload + layout.probed), args.nq, args.probes);
 	touch_mirror(info);
 	return CVCUDA_OK;
 }
@@ -447,6 +461,28 @@ mirror_layout(CvGpuSlot *slot, char *payload, const char **bad)
 	memcpy(payload + offsets_at, mirrors[slot->args[0]].host_offsets,
 		   sizeof(int64) * (info->key.lists + 1));
 	return CVCUDA_OK;
+}
+
+/* Observed health of a cvlattice mirror: read (reduced per list), or reset. */
+static CvCudaStatus
+mirror_observed(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad)
+{
+	CvGpuMirrorKey key;
+	CvGpuMirrorInfo *info;
+	int			m = (int) slot->args[0];
+
+	if (payload == NULL || slot->payload_bytes != sizeof(key))
+	{
+		*bad = "observed health request without its key";
+		return CVCUDA_INVALID_ARGUMENT;
+	}
+	memcpy(&key, payload, sizeof(key));
+	if ((info = keyed_mirror(slot, slot->args[0], &key, bad)) == NULL)
+		return CVCUDA_INVALID_ARGUMENT;
+	if (slot->opcode == CV_OP_MIRROR_OBSERVED_RESET)
+		return cv_worker_observed_reset(m, &info->key, err);
+	return cv_worker_observed(m, &info->key, mirrors[m].offsets, mirrors[m].host_offsets,
+							  payload, cv_worker_payload_capacity(slot), err, bad);
 }
 
 /* The most queries one batched launch carries. */
@@ -576,7 +612,13 @@ launch_batch(BatchPart *parts, int count, int valid, int64 total, int k_max)
 								positions, distances, probed, &err);
 	for (int i = 0; i < count; i++)
 		if (parts[i].valid && status == CVCUDA_OK)
+		{
 			scatter(&parts[i], w, info->key.rows, k_max, positions, distances, probed);
+			if (parts[i].args.observe)
+				cv_worker_observe_search(parts[valid].args.mirror, &info->key, w->vectors,
+										 w->offsets, probed + parts[i].first * probes,
+										 parts[i].args.nq, probes);
+		}
 		else if (parts[i].valid)
 			fail_slot(parts[i].slot, status, err.message);
 	pfree(queries);
@@ -622,7 +664,7 @@ cv_worker_search_batch(const int *slots, int count)
 bool
 cv_worker_handles_mirror(int opcode)
 {
-	return opcode >= CV_OP_MIRROR_BEGIN && opcode <= CV_OP_MIRROR_LAYOUT;
+	return opcode >= CV_OP_MIRROR_BEGIN && opcode <= CV_OP_MIRROR_OBSERVED_RESET;
 }
 
 CvCudaStatus
@@ -640,6 +682,9 @@ cv_worker_execute_mirror_op(CvGpuSlot *slot, char *payload, CvCudaError *err, co
 			return mirror_drop(slot, bad);
 		case CV_OP_MIRROR_LAYOUT:
 			return mirror_layout(slot, payload, bad);
+		case CV_OP_MIRROR_OBSERVED:
+		case CV_OP_MIRROR_OBSERVED_RESET:
+			return mirror_observed(slot, payload, err, bad);
 		default:
 			return mirror_search(slot, payload, err, bad);
 	}

@@ -68,7 +68,9 @@ typedef enum CvGpuOpcode
 	CV_OP_MIRROR_COMMIT = 15,	/* args: mirror */
 	CV_OP_MIRROR_DROP = 16,		/* args: mirror */
 	CV_OP_MIRROR_SEARCH = 17,	/* CvGpuSearchArgs, queries; out: hits, probed lists */
-	CV_OP_MIRROR_LAYOUT = 18	/* CvGpuMirrorKey; out: list ends, list offsets */
+	CV_OP_MIRROR_LAYOUT = 18,	/* CvGpuMirrorKey; out: list ends, list offsets */
+	CV_OP_MIRROR_OBSERVED = 19, /* args: mirror; CvGpuMirrorKey; out: lists x CvGpuObservedList */
+	CV_OP_MIRROR_OBSERVED_RESET = 20	/* args: mirror; CvGpuMirrorKey */
 } CvGpuOpcode;
 
 /* A batch search over a ready mirror. */
@@ -79,6 +81,7 @@ typedef struct CvGpuSearchArgs
 	int32		nq;
 	int32		k;
 	int32		probes;
+	int32		observe;		/* cvlattice mirror: observe the probed lists */
 } CvGpuSearchArgs;
 
 /*

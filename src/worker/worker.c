@@ -175,12 +175,15 @@ open_library(CvCudaDeviceInfo *info)
 	cv_cuda.kmeans_lloyd = resolve("cvcuda_kmeans_lloyd");
 	cv_cuda.ivf_search = resolve("cvcuda_ivf_search");
 	cv_cuda.set_stop_check = resolve("cvcuda_set_stop_check");
+	cv_cuda.list_observe = resolve("cvcuda_list_observe");
+	cv_cuda.observed_reduce = resolve("cvcuda_observed_reduce");
 	if (!cv_cuda.abi_version || !cv_cuda.backend_name || !cv_cuda.init ||
 		!cv_cuda.memory_info || !cv_cuda.host_register || !cv_cuda.echo || !cv_cuda.knn_exact ||
 		!cv_cuda.buffer_alloc || !cv_cuda.buffer_free || !cv_cuda.buffer_write ||
 		!cv_cuda.buffer_read || !cv_cuda.health_centroid || !cv_cuda.health_neighbour_table ||
 		!cv_cuda.health_members || !cv_cuda.kmeans_refresh || !cv_cuda.kmeans_assign ||
-		!cv_cuda.kmeans_lloyd || !cv_cuda.ivf_search || !cv_cuda.set_stop_check)
+		!cv_cuda.kmeans_lloyd || !cv_cuda.ivf_search || !cv_cuda.set_stop_check ||
+		!cv_cuda.list_observe || !cv_cuda.observed_reduce)
 	{
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return psprintf("%s is not a clustervec GPU library of this version", path);
