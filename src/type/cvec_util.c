@@ -200,6 +200,11 @@ cvec_check_finite(const float *x, int dim)
 void
 cvec_check_stored(const CVec *v)
 {
+	if (VARSIZE(v) < offsetof(CVec, x))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("value is not laid out as a cvec"),
+				 errdetail("It holds %zu bytes, fewer than a header.", (size_t) VARSIZE(v))));
 	cvec_check_dim_count(v->dim);
 	if (VARSIZE(v) != CVEC_SIZE(v->dim) || v->unused != 0)
 		ereport(ERROR,

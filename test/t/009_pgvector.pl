@@ -225,6 +225,10 @@ refused(q{SELECT old_vector('0000807f')::cvec}, qr/ERROR:  infinite value not al
 	'the cast to cvec refuses infinity');
 refused(q{SELECT decode('0300' || '0100' || '0000803f' || '0000803f' || '00000040', 'hex')::vector::cvec},
 	qr/ERROR:  value is not laid out as a cvec/, 'the cast checks the unused field');
+refused(q{SELECT decode('0300', 'hex')::vector::cvec},
+	qr/ERROR:  value is not laid out as a cvec/, 'the cast checks there is a header');
+refused(q{SELECT decode('0000' || '0000', 'hex')::vector::cvec},
+	qr/ERROR:  cvec must have at least 1 dimension/, 'the cast checks the dimensions');
 refused(q{CREATE INDEX ON bad USING cvivf (v) WITH (lists = 1)}, $nan, 'a cvivf build refuses NaN');
 refused(q{CREATE INDEX ON bad USING cvlattice (v, c)}, $nan, 'a cvlattice build refuses NaN');
 refused(q{SELECT * FROM cluster_health('bad', 'c', 'v')}, $nan, 'cluster_health refuses NaN');
