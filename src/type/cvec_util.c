@@ -174,6 +174,23 @@ cvec_layout_of_type(Oid type)
 	return layout;
 }
 
+/* A NaN or infinite element where cvec's input did not check it: which one, and where from. */
+static void
+report_stored_non_finite(int element, int dim, float value)
+{
+	if (isnan(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("NaN not allowed in cvec"),
+				 errdetail("Element %d of a %d-dimensional vector is NaN.", element, dim),
+				 errhint("pgvector before 0.4.4 stored NaN and infinity from binary input; update or delete those rows.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("infinite value not allowed in cvec"),
+			 errdetail("Element %d of a %d-dimensional vector is infinite.", element, dim),
+			 errhint("pgvector before 0.4.4 stored NaN and infinity from binary input; update or delete those rows.")));
+}
+
 /*
  * Every element of a value that did not come through cvec's own input
  * finite (NaN and infinity poison every distance and mean).
@@ -183,12 +200,7 @@ cvec_check_finite(const float *x, int dim)
 {
 	for (int i = 0; i < dim; i++)
 		if (!isfinite(x[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("%s not allowed in cvec", isnan(x[i]) ? "NaN" : "infinite value"),
-					 errdetail("Element %d of a %d-dimensional vector is %s.", i + 1, dim,
-							   isnan(x[i]) ? "NaN" : "infinite"),
-					 errhint("pgvector before 0.4.4 stored NaN and infinity from binary input; update or delete those rows.")));
+			report_stored_non_finite(i + 1, dim, x[i]);
 }
 
 /*
