@@ -2,9 +2,11 @@
 # The CUDA library is built with CUDA=1, or where nvcc and a GPU are both
 # present (see below); the main module never links CUDA.
 
-EXTENSION = clustervec
+# clustervec_pgvector: the companion for pgvector's vector columns (SQL
+# only, over clustervec's library); CREATE EXTENSION it where vector exists.
+EXTENSION = clustervec clustervec_pgvector
 MODULE_big = clustervec
-DATA = clustervec--0.1.0.sql
+DATA = clustervec--0.1.0.sql clustervec_pgvector--0.1.0.sql
 PGFILEDESC = "clustervec - vectors, IVF index and cluster statistics"
 
 # src/math is pure C with one module per job; every file in it is linked.

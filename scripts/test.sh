@@ -45,12 +45,21 @@ parse_pg_regress() {
 }
 
 # prove's summary: "Files=N, Tests=M, ..." and one "file.pl (Wstat: ...)" per
-# failed file.  Prints "passed failed", or nothing when prove did not run.
+# failed file; a file that skipped itself ("file.pl .. skipped: why", as
+# 009_pgvector.pl without pgvector) is neither passed nor failed.  Prints
+# "passed failed", or nothing when prove did not run.
 parse_prove() {
 	awk '
 		/^Files=[0-9]+, Tests=/ { seen = 1; split($1, a, "="); files = a[2] + 0 }
 		/^[^ ]+\.(pl|t) +\(Wstat: / { bad++ }
-		END { if (seen) printf "%d %d\n", files - bad, bad }' "$1"
+		/^[^ ]+\.(pl|t) \.+ skipped: / { skipped++ }
+		END { if (seen) printf "%d %d\n", files - bad - skipped, bad }' "$1"
+}
+
+# The TAP files that skipped themselves, "name: why; ...", or nothing.
+prove_skips() {
+	grep -aoE '^[^ ]+\.(pl|t) \.+ skipped: .*' "$1" | sed -E 's|^([^ ]*/)?([^ /]+) \.+ skipped: |\2: |' \
+		| paste -sd ';' - || true
 }
 
 # Print every regression.diffs of the build copy.
@@ -65,7 +74,7 @@ print_regression_diffs() {
 }
 
 suite_regress_and_tap() {
-	local log="${CV_WORK}/installcheck.log" rc=0 counts pass fail
+	local log="${CV_WORK}/installcheck.log" rc=0 counts pass fail skips
 	cv_header "pg_regress: make installcheck"
 	run_logged "$log" make installcheck PG_CONFIG="$PG_CONFIG" || rc=$?
 	read -r pass fail <<<"$(parse_pg_regress "$log")"
@@ -102,10 +111,11 @@ suite_regress_and_tap() {
 	if grep -q '^Result: FAIL' "$tap_log" && [ "$fail" = 0 ]; then
 		fail=1
 	fi
+	skips=$(prove_skips "$tap_log")
 	if [ "$tap_log" != "$log" ] && [ "$tap_rc" != 0 ] && [ "$fail" = 0 ]; then
-		cv_tally "tap" "$pass" 1 "exit status ${tap_rc}"
+		cv_tally "tap" "$pass" 1 "exit status ${tap_rc}${skips:+; skipped: $skips}"
 	else
-		cv_tally "tap" "$pass" "$fail" ""
+		cv_tally "tap" "$pass" "$fail" "${skips:+skipped: $skips}"
 	fi
 }
 

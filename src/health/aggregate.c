@@ -1,6 +1,7 @@
 /*
- * aggregate.c: cluster_stats(cvec), the part of the centroid family one pass
- * can compute, as an aggregate any GROUP BY can use.
+ * aggregate.c: cluster_stats(cvec) (and cluster_stats(vector) of
+ * clustervec_pgvector), the part of the centroid family one pass can
+ * compute, as an aggregate any GROUP BY can use.
  *
  * The state is a plain float8[] (so parallel query ships it between
  * processes and Citus merges it across shards) laid out as
@@ -141,6 +142,26 @@ add_member(float8 *s, const float *x, int d)
 	}
 }
 
+/*
+ * Whether the member needs cvec's checks: cluster_stats(vector) of
+ * clustervec_pgvector shares this function.  Decided once per call site.
+ */
+static bool
+member_needs_check(FunctionCallInfo fcinfo)
+{
+	FmgrInfo   *flinfo = fcinfo->flinfo;
+
+	if (flinfo->fn_extra == NULL)
+	{
+		Oid			type = get_fn_expr_argtype(flinfo, 1);
+		CVecLayout *layout = MemoryContextAlloc(flinfo->fn_mcxt, sizeof(CVecLayout));
+
+		*layout = OidIsValid(type) ? cvec_layout_of_type(type) : CVEC_LAYOUT_CHECKED;
+		flinfo->fn_extra = layout;
+	}
+	return *(CVecLayout *) flinfo->fn_extra != CVEC_LAYOUT_CVEC;
+}
+
 Datum
 cluster_stats_accum(PG_FUNCTION_ARGS)
 {
@@ -155,6 +176,8 @@ cluster_stats_accum(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 	}
 	v = PG_GETARG_CVEC_P(1);
+	if (member_needs_check(fcinfo))
+		cvec_check_stored(v);
 	if (PG_ARGISNULL(0))
 		state = new_state(d = v->dim);
 	else

@@ -34,6 +34,7 @@ typedef struct Reader
 	bool		has_order;
 	bool		ctid_tiebreak;	/* table form: column 4 of the query is the ctid */
 	Oid			label_type;
+	CVecLayout	vector_layout;	/* CVEC_LAYOUT_CHECKED: each vector checked */
 	int64		seq;
 	int			first_dims_row_desc;
 } Reader;
@@ -62,7 +63,8 @@ check_types(Reader *reader, TupleDesc desc, const char *what)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("cluster labels of %s must be an integer type or text, not %s",
 						what, format_type_be(label))));
-	if (!cvec_is_cvec_type(vector))
+	reader->vector_layout = cvec_layout_of_type(vector);
+	if (reader->vector_layout == CVEC_LAYOUT_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("vectors of %s must be of type cvec, not %s", what, format_type_be(vector)),
@@ -165,6 +167,8 @@ take_row(Reader *reader, HeapTuple tuple, TupleDesc desc, TupleTableSlot *in)
 		return;
 	}
 	v = DatumGetCVec(vector);
+	if (reader->vector_layout == CVEC_LAYOUT_CHECKED)
+		cvec_check_stored(v);
 	if (input->dimensions == 0)
 		input->dimensions = v->dim;
 	else if (v->dim != input->dimensions)

@@ -30,7 +30,7 @@ cvivf_metric_of_index(Relation index)
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("operator class of index \"%s\" is not supported by cvivf",
 					RelationGetRelationName(index)),
-			 errhint("Use cvec_l2_ops, cvec_ip_ops or cvec_cosine_ops.")));
+			 errhint("Use cvec_l2_ops, cvec_ip_ops or cvec_cosine_ops (on pgvector's vector, vector_l2_ops, vector_ip_ops or vector_cosine_ops of clustervec_pgvector).")));
 	return CV_METRIC_L2;		/* keep the compiler quiet */
 }
 
@@ -97,10 +97,16 @@ cvivf_read_ranking_centroids(Relation index, const CvIvfMetaPageData *meta)
 	return centroids;
 }
 
-/* A zero vector has no direction, so the cosine opclass leaves it out. */
+/*
+ * A zero vector has no direction, so the cosine opclass leaves it out.  A
+ * NaN or infinite element is an error: cvec never holds one, but a pgvector
+ * column (clustervec_pgvector's operator classes) written before pgvector
+ * 0.4.4 may.
+ */
 bool
 cvivf_vector_is_indexable(CvMetric metric, const float *x, int dim)
 {
+	cvec_check_finite(x, dim);
 	if (metric != CV_METRIC_COSINE)
 		return true;
 	return cv_distance->norm_squared(x, dim) > 0;

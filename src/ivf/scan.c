@@ -366,6 +366,7 @@ cvivfrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(), S
 	{
 		CVec	   *q = DatumGetCVec(scan->orderByData[0].sk_argument);
 
+		cvec_check_finite(q->x, q->dim);	/* a pgvector value may predate its checks */
 		state->query = palloc(sizeof(float) * q->dim);
 		memcpy(state->query, q->x, sizeof(float) * q->dim);
 		state->query_dim = q->dim;	/* checked against the index when the scan starts */

@@ -42,6 +42,7 @@ typedef struct Search
 	float	   *queries;		/* nq x dims */
 	CvTopK	   *best;			/* nq */
 	bool		use_gpu;
+	bool		check_rows;		/* a column laid out as cvec but not cvec: check each row */
 	/* the chunk being filled */
 	float	   *rows;
 	ItemPointerData *tids;
@@ -167,12 +168,13 @@ read_queries(Search *s, ArrayType *array)
 	}
 }
 
-/* The vector column's number, checking it exists and holds cvec. */
+/* The vector column's number, checking it exists and holds cvec or a type laid out as it. */
 static AttrNumber
-vector_attribute(Relation rel, const char *column)
+vector_attribute(Search *s, Relation rel, const char *column)
 {
 	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), column);
 	Oid			type;
+	CVecLayout	layout;
 
 	if (attnum <= 0)
 		ereport(ERROR,
@@ -180,10 +182,12 @@ vector_attribute(Relation rel, const char *column)
 				 errmsg("column \"%s\" does not exist in relation \"%s\"",
 						column, RelationGetRelationName(rel))));
 	type = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
-	if (!cvec_is_cvec_type(type))
+	layout = cvec_layout_of_type(type);
+	if (layout == CVEC_LAYOUT_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("column \"%s\" has type %s, not cvec", column, format_type_be(type))));
+	s->check_rows = layout == CVEC_LAYOUT_CHECKED;
 	return attnum;
 }
 
@@ -222,6 +226,8 @@ scan_rows(Search *s, Relation rel, AttrNumber attnum)
 		if (isnull)
 			continue;
 		v = DatumGetCVec(value);
+		if (s->check_rows)
+			cvec_check_stored(v);
 		if (v->dim != s->dims)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_EXCEPTION),
@@ -287,7 +293,7 @@ cvsearch_exact(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	rel = open_source(PG_GETARG_OID(0));
-	attnum = vector_attribute(rel, NameStr(*PG_GETARG_NAME(1)));
+	attnum = vector_attribute(&s, rel, NameStr(*PG_GETARG_NAME(1)));
 	s.best = palloc(sizeof(CvTopK) * s.nq);
 	for (int q = 0; q < s.nq; q++)
 		cv_topk_init(&s.best[q], s.k);

@@ -1,7 +1,7 @@
 /*
  * cvec.h: the cvec type, laid out exactly like pgvector's vector (varlena
- * header, int16 dimensions, int16 unused, float4 elements) so a later
- * companion can read pgvector columns unchanged.
+ * header, int16 dimensions, int16 unused, float4 elements), so the
+ * companion extension clustervec_pgvector reads pgvector columns unchanged.
  */
 #ifndef CV_TYPE_CVEC_H
 #define CV_TYPE_CVEC_H
@@ -30,6 +30,20 @@ extern PGDLLEXPORT Datum cvec_in(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cvec_l2_distance(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cvec_negative_inner_product(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum cvec_cosine_distance(PG_FUNCTION_ARGS);
+/* the cast into cvec from another type laid out as cvec (pgvector's vector) */
+extern PGDLLEXPORT Datum cvec_from_layout(PG_FUNCTION_ARGS);
+
+/*
+ * How a column's type reads as cvec: not at all, as cvec itself, or as a
+ * type with cvec's layout whose values may break cvec's invariants (each
+ * value then goes through cvec_check_stored).
+ */
+typedef enum CVecLayout
+{
+	CVEC_LAYOUT_NONE,
+	CVEC_LAYOUT_CVEC,
+	CVEC_LAYOUT_CHECKED
+} CVecLayout;
 
 extern CVec *cvec_alloc(int dim);
 extern void cvec_check_dim_count(int dim);
@@ -40,5 +54,8 @@ extern float cvec_float_or_overflow(double value);
 extern bool cvec_is_row_count(double count);
 extern void cvec_check_result_finite(const CVec *result);
 extern bool cvec_is_cvec_type(Oid type);
+extern CVecLayout cvec_layout_of_type(Oid type);
+extern void cvec_check_stored(const CVec *v);
+extern void cvec_check_finite(const float *x, int dim);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * cvec_cast.c: casts between cvec and one-dimensional arrays of real, double
- * precision, integer and numeric.
+ * precision, integer and numeric, and the checked cast into cvec from a
+ * type with its layout (pgvector's vector, in clustervec_pgvector).
  */
 #include "postgres.h"
 
@@ -16,6 +17,7 @@
 
 PG_FUNCTION_INFO_V1(cvec_from_array);
 PG_FUNCTION_INFO_V1(cvec_to_real_array);
+PG_FUNCTION_INFO_V1(cvec_from_layout);
 
 /*
  * A numeric, rounded once to float4 (numeric -> float8 -> float4 could round
@@ -121,4 +123,18 @@ cvec_to_real_array(PG_FUNCTION_ARGS)
 		values[i] = Float4GetDatum(v->x[i]);
 	PG_RETURN_POINTER(construct_array(values, v->dim, FLOAT4OID,
 									  sizeof(float4), true, TYPALIGN_INT));
+}
+
+/*
+ * cvec(vector, typmod, explicit): the bytes stay, each value is checked
+ * (cvec_check_stored says why a cast without a function would not do).
+ */
+Datum
+cvec_from_layout(PG_FUNCTION_ARGS)
+{
+	CVec	   *v = PG_GETARG_CVEC_P(0);
+
+	cvec_check_stored(v);
+	cvec_check_typmod(v->dim, PG_GETARG_INT32(1));
+	PG_RETURN_CVEC_P(v);
 }

@@ -6,7 +6,11 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "catalog/pg_cast.h"
+#include "utils/catcache.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "type/cvec.h"
 
@@ -131,4 +135,94 @@ cvec_is_cvec_type(Oid type)
 		return false;
 	fmgr_info(typinput, &input);
 	return input.fn_addr == cvec_in;
+}
+
+/* Whether a cast into cvec keeps the bytes: without a function, or through cvec_from_layout. */
+static bool
+cast_keeps_layout(Form_pg_cast cast)
+{
+	FmgrInfo	function;
+
+	if (!cvec_is_cvec_type(cast->casttarget))
+		return false;
+	if (cast->castmethod == COERCION_METHOD_BINARY)
+		return true;
+	if (cast->castmethod != COERCION_METHOD_FUNCTION)
+		return false;
+	fmgr_info(cast->castfunc, &function);
+	return function.fn_addr == cvec_from_layout;
+}
+
+/*
+ * How values of a type read as cvec: cvec itself, or a type whose cast to
+ * cvec keeps the bytes (pgvector's vector, with clustervec_pgvector), whose
+ * values are then checked one by one; recognised by the cast, not by name.
+ */
+CVecLayout
+cvec_layout_of_type(Oid type)
+{
+	CatCList   *casts;
+	CVecLayout	layout = CVEC_LAYOUT_NONE;
+
+	if (cvec_is_cvec_type(type))
+		return CVEC_LAYOUT_CVEC;
+	casts = SearchSysCacheList1(CASTSOURCETARGET, ObjectIdGetDatum(type));
+	for (int i = 0; i < casts->n_members && layout == CVEC_LAYOUT_NONE; i++)
+		if (cast_keeps_layout((Form_pg_cast) GETSTRUCT(&casts->members[i]->tuple)))
+			layout = CVEC_LAYOUT_CHECKED;
+	ReleaseCatCacheList(casts);
+	return layout;
+}
+
+/* A NaN or infinite element where cvec's input did not check it: which one, and where from. */
+static void
+report_stored_non_finite(int element, int dim, float value)
+{
+	if (isnan(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("NaN not allowed in cvec"),
+				 errdetail("Element %d of a %d-dimensional vector is NaN.", element, dim),
+				 errhint("pgvector before 0.4.4 stored NaN and infinity from binary input; update or delete those rows.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("infinite value not allowed in cvec"),
+			 errdetail("Element %d of a %d-dimensional vector is infinite.", element, dim),
+			 errhint("pgvector before 0.4.4 stored NaN and infinity from binary input; update or delete those rows.")));
+}
+
+/*
+ * Every element of a value that did not come through cvec's own input
+ * finite (NaN and infinity poison every distance and mean).
+ */
+void
+cvec_check_finite(const float *x, int dim)
+{
+	for (int i = 0; i < dim; i++)
+		if (!isfinite(x[i]))
+			report_stored_non_finite(i + 1, dim, x[i]);
+}
+
+/*
+ * A value of another type laid out as cvec, checked as cvec's input checks
+ * its own: as many bytes as its dimensions need, 1 to CVEC_MAX_DIM of them,
+ * the unused field 0, every element finite.  pgvector before 0.4.4 took NaN
+ * and infinity in binary input, and tables keep them across upgrades.
+ */
+void
+cvec_check_stored(const CVec *v)
+{
+	if (VARSIZE(v) < offsetof(CVec, x))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("value is not laid out as a cvec"),
+				 errdetail("It holds %zu bytes, fewer than a header.", (size_t) VARSIZE(v))));
+	cvec_check_dim_count(v->dim);
+	if (VARSIZE(v) != CVEC_SIZE(v->dim) || v->unused != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("value is not laid out as a cvec"),
+				 errdetail("It holds %zu bytes for %d dimensions and %d in its unused field.",
+						   (size_t) VARSIZE(v), v->dim, v->unused)));
+	cvec_check_finite(v->x, v->dim);
 }
