@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# bench/lattice_gpu.sh: cvlattice end to end through SQL on the GPU machine,
+# after `. .gpu/device-env.sh`, `pgmake CUDA=1 install` and
+# `pg_start "shared_preload_libraries = 'clustervec'" ...`:
+#
+#   bash bench/lattice_gpu.sh ROWS DIMS CLUSTERS
+#
+# On bench/gpu_data.py's data (ROWS x DIMS in CLUSTERS labelled clusters,
+# loaded unless the table items exists): the cvlattice build against a
+# sequential scan that reads every vector; recall@10 and batch QPS of
+# cvsearch over the lattice mirror at probes 1..16; the same batch with
+# clustervec.observe off and on (first pass, which observes every list it
+# probes, and a second one), answers compared; cluster_health_observed
+# after the passes against cluster_health; single queries (pgbench, p50/p99)
+# unfiltered on the GPU and CPU, and label-filtered (CPU).
+set -uo pipefail
+rows=${1:-1000000}; dims=${2:-1024}; clusters=${3:-1000}
+declare -F pg_psql >/dev/null || . .gpu/device-env.sh
+q() { pg_psql -X -q -At "$@"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
+
+if [ "$(q -c "SELECT to_regclass('items') IS NOT NULL")" != t ]; then
+  echo "== data: $rows x $dims, $clusters clusters"
+  "${PYTHON:-python3}" bench/gpu_data.py "$rows" "$dims" "$clusters" 4 /tmp/cvbench || exit 1
+  chmod a+r /tmp/cvbench.*
+  q -c "CREATE TABLE items (id int8, c int4, v cvec($dims)); ALTER TABLE items ALTER v SET STORAGE EXTERNAL"
+  for p in 0 1 2 3; do q -c "COPY items FROM '/tmp/cvbench.$p' WITH (FORMAT binary)" & done; wait
+  q -c "VACUUM ANALYZE items"
+  q -c "CREATE TABLE queries AS SELECT row_number() OVER () AS qid, v::cvec($dims) AS v FROM (SELECT unnest(string_to_array(pg_read_file('/tmp/cvbench.queries'), E'\n')) v) s WHERE v <> ''"
+fi
+nq=$(q -c "SELECT count(*) FROM queries")
+
+echo "== build"
+q -c "SELECT sum(vector_dims(v)) FROM items" >/dev/null   # warm the cache alike
+t=$(now); q -c "SET max_parallel_workers_per_gather = 0; SELECT sum(vector_dims(v)) FROM items" >/dev/null
+scan=$(since "$t")
+t=$(now); q -c "SET maintenance_work_mem = '8GB'; CREATE INDEX items_lat ON items USING cvlattice (v cvec_l2_ops, c)"
+build=$(since "$t")
+echo "| what | seconds |"
+echo "|---|---|"
+echo "| sequential scan reading every vector (one process) | $scan |"
+echo "| CREATE INDEX ... USING cvlattice (v, c), $clusters labels | $build |"
+awk -v a="$build" -v b="$scan" 'BEGIN { printf "build / scan: %.2f\n", a / b }'
+
+echo "== cvsearch over the lattice mirror ($nq queries per call)"
+q -c "SET clustervec.gpu = require; SELECT clustervec_gpu_warm('items_lat')"
+q -c "CREATE TABLE truth AS SELECT query_no, tid FROM cvsearch_exact('items', 'v', (SELECT array_agg(v ORDER BY qid) FROM queries WHERE qid <= 200), 10)"
+echo "| probes | recall@10 | seconds | queries/s |"
+echo "|---|---|---|---|"
+for probes in 1 2 4 8 16; do
+  t=$(now)
+  q -c "SET clustervec.gpu = require; DROP TABLE IF EXISTS r; CREATE TABLE r AS SELECT * FROM cvsearch('items_lat', (SELECT array_agg(v ORDER BY qid) FROM queries), 10, $probes)"
+  took=$(since "$t")
+  q -c "SELECT '| $probes | ' || round(avg(hit)::numeric, 4) || ' | $took | ' || round($nq / $took) || ' |' FROM (SELECT (SELECT count(*) FROM truth t WHERE t.query_no = r.query_no AND t.tid = r.tid)::float8 AS hit FROM r WHERE query_no <= 200) s"
+done
+
+probes=${PROBES:-4}
+echo "== observation cost: cvsearch, $nq queries, probes $probes"
+batch() {
+  local t; t=$(now)
+  q -c "SET clustervec.gpu = require; SET clustervec.observe = $2; DROP TABLE IF EXISTS $1; CREATE TABLE $1 AS SELECT * FROM cvsearch('items_lat', (SELECT array_agg(v ORDER BY qid) FROM queries), 10, $probes)"
+  local took; took=$(since "$t")
+  echo "| $3 | $took | $(awk -v n="$nq" -v s="$took" 'BEGIN { printf "%.0f", n / s }') |"
+}
+q -c "SELECT cluster_health_observed_reset('items_lat')"
+echo "| pass | seconds | queries/s |"
+echo "|---|---|---|"
+batch r_off1 off "observe off"
+batch r_on1 on "observe on, first pass (observes the lists it probes)"
+batch r_on2 on "observe on, second pass"
+batch r_off2 off "observe off, again"
+q -c "SELECT 'rows differing between observe on and off: ' || count(*) FROM ((TABLE r_on1 EXCEPT TABLE r_off1) UNION ALL (TABLE r_off1 EXCEPT TABLE r_on1) UNION ALL (TABLE r_on2 EXCEPT TABLE r_off2)) x"
+
+echo "== cluster_health_observed after those passes"
+t=$(now); q -c "CREATE TABLE obs AS SELECT * FROM cluster_health_observed('items_lat')"
+echo "cluster_health_observed: $(since "$t") s"
+q -c "SELECT 'lists ' || count(*) || ', seen ' || count(*) FILTER (WHERE n_seen > 0) || ', coverage of members ' || round(sum(n_seen)::numeric / sum(n), 4) || ', queries counted ' || sum(queries) FROM obs"
+if [ -z "${SKIP_HEALTH:-}" ]; then
+  t=$(now)
+  q -c "SET clustervec.gpu = require; SET clustervec.health_memory = '4GB'; CREATE TABLE health AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
+  echo "cluster_health (all 38 columns, GPU): $(since "$t") s"
+  q -c "SELECT 'against cluster_health, lists with coverage 1: ' || count(*) || '; largest relative differences: inertia ' || to_char(max(abs(o.inertia_seen - h.inertia) / h.inertia), '9.9EEEE') || ', mean_dist ' || to_char(max(abs(o.mean_dist_seen - h.mean_dist) / h.mean_dist), '9.9EEEE') || ', cohesion ' || to_char(max(abs(o.cohesion_seen - h.cohesion) / abs(h.cohesion)), '9.9EEEE') FROM obs o JOIN health h USING (cluster) WHERE o.coverage = 1"
+fi
+
+single() {
+  rm -f /tmp/pgb*
+  echo "$2" > /tmp/one.sql
+  LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -c 1 -T "${PGBENCH_SECONDS:-8}" -f /tmp/one.sql --log --log-prefix=/tmp/pgb postgres >/dev/null 2>&1
+  cat /tmp/pgb* | awk '{print $3}' | sort -n | awk -v what="$1" '{a[NR]=$1} END {printf "| %s | %.3f | %.3f | %d |\n", what, a[int(NR*0.5)] / 1000, a[int(NR*0.99)] / 1000, NR}'
+}
+echo "== single queries (pgbench, 1 client), probes $probes, k = 10"
+echo "| query | p50 ms | p99 ms | n |"
+echo "|---|---|---|---|"
+single "ORDER BY v <-> q LIMIT 10, GPU" "\\set qid random(1, $nq)
+SET clustervec.gpu = require; SET clustervec.probes = $probes;
+SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
+single "ORDER BY v <-> q LIMIT 10, CPU" "\\set qid random(1, $nq)
+SET clustervec.gpu = off; SET clustervec.probes = $probes;
+SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
+single "WHERE c = label ORDER BY v <-> q LIMIT 10 (CPU, one list)" "\\set qid random(1, $nq)
+SET clustervec.probes = $probes;
+SELECT id FROM items WHERE c = :qid % $clusters ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
+single "cvsearch, one query, GPU" "\\set qid random(1, $nq)
+SELECT count(*) FROM cvsearch('items_lat', ARRAY[(SELECT v FROM queries WHERE qid = :qid)], 10, $probes);"
