@@ -9,7 +9,10 @@
  * recall@10 against cvcuda_knn_exact over a few hundred queries, and
  * queries per second for batches of 10,000 queries (best of a few runs),
  * with the bandwidth fraction: bytes of the probed lists per second
- * (estimated with the mean list size) over the H200's 4.27 TB/s.
+ * (estimated with the mean list size) over the H200's 4.27 TB/s.  Then
+ * the latency of one query per call (p50 / p99 of 300 calls) with each
+ * query's probed rows split over blocks as the library chooses, and with
+ * one block per query (CLUSTERVEC_CUDA_SEARCH_SEGMENTS=1), side by side.
  *
  * Build: gcc -O2 -fopenmp -I cuda/include -I src bench/ivf_search_gpu_bench.c -lm -ldl -o /tmp/sb
  * Usage: /tmp/sb path/to/clustervec_cuda.so [max_seconds]
@@ -35,10 +38,72 @@ typedef CvCudaStatus (*KnnFn) (const float *, long long, int, const float *, int
 							   long long *, double *, CvCudaError *);
 
 static InitFn init_fn;
+static SearchFn search_fn;
+
+static double now(void);
+
+static int
+compare_doubles(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* p50 and p99 in microseconds of calls of one query each. */
+static void
+time_single(const CvCudaBuffer *bc, const CvCudaBuffer *bv, const CvCudaBuffer *bo, int lists,
+			int d, const float *queries, int probes, double *p50, double *p99)
+{
+	enum
+	{
+		CALLS = 300
+	};
+	double		t[CALLS];
+	long long	pos[10];
+	double		dist[10];
+	int			probed[256];
+	CvCudaError err;
+
+	for (int i = 0; i < CALLS; i++)
+	{
+		double		t0 = now();
+
+		search_fn(bc, lists, d, bv, bo, CV_METRIC_L2, queries + (size_t) (i % 100) * d, 1, 10,
+				  probes, pos, dist, probed, &err);
+		t[i] = (now() - t0) * 1e6;
+	}
+	qsort(t, CALLS, sizeof(double), compare_doubles);
+	*p50 = t[CALLS / 2];
+	*p99 = t[CALLS * 99 / 100];
+}
+
+static void
+single_query_latency(const CvCudaBuffer *bc, const CvCudaBuffer *bv, const CvCudaBuffer *bo,
+					 int lists, int d, const float *queries)
+{
+	printf("one query per call: %7s %14s %14s %16s %16s\n", "probes", "split p50 us",
+		   "split p99 us", "1 block p50 us", "1 block p99 us");
+	for (int probes = 1; probes <= 32 && probes <= lists; probes *= 4)
+	{
+		double		a50,
+					a99,
+					b50,
+					b99;
+
+		unsetenv("CLUSTERVEC_CUDA_SEARCH_SEGMENTS");
+		time_single(bc, bv, bo, lists, d, queries, probes, &a50, &a99);
+		setenv("CLUSTERVEC_CUDA_SEARCH_SEGMENTS", "1", 1);
+		time_single(bc, bv, bo, lists, d, queries, probes, &b50, &b99);
+		unsetenv("CLUSTERVEC_CUDA_SEARCH_SEGMENTS");
+		printf("one query per call: %7d %14.1f %14.1f %16.1f %16.1f\n", probes, a50, a99, b50,
+			   b99);
+	}
+}
 static AllocFn alloc_fn;
 static FreeFn free_fn;
 static WriteFn write_fn;
-static SearchFn search_fn;
 static KnnFn knn_fn;
 
 #define K 10
@@ -229,6 +294,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 	}
 	if (best_probes > 0)
 		printf("recall@10 >= 0.95: %.0f QPS (probes %d)\n", best_qps, best_probes);
+	single_query_latency(bc, bv, bo, lists, d, queries);
 	/* the other metrics, once, for their speed */
 	for (int metric = CV_METRIC_INNER_PRODUCT; metric <= CV_METRIC_COSINE; metric++)
 	{

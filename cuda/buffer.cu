@@ -4,6 +4,9 @@
 
 #include "common.cuh"
 
+// Versions of buffer contents: one thread calls the library.
+static unsigned long long last_version = 0;
+
 extern "C" CvCudaStatus
 cvcuda_buffer_alloc(size_t bytes, CvCudaBuffer **buffer, CvCudaError *err)
 {
@@ -24,6 +27,7 @@ cvcuda_buffer_alloc(size_t bytes, CvCudaBuffer **buffer, CvCudaError *err)
 			return cvcuda_record_cuda_error(code, "buffer_alloc: cudaMalloc", err);
 		}
 		made->bytes = bytes;
+		made->version = ++last_version;
 		*buffer = made;
 		return cvcuda_set_ok(err);
 	});
@@ -58,6 +62,7 @@ cvcuda_buffer_write(CvCudaBuffer *buffer, size_t offset, const void *src, size_t
 		if (bytes == 0)
 			return cvcuda_set_ok(err);
 		CVCUDA_TRY(cvcuda_stream(&stream), "buffer_write: stream", err);
+		buffer->version = ++last_version;
 		CVCUDA_TRY(cudaMemcpyAsync(static_cast<char *>(buffer->data) + offset, src, bytes,
 								   cudaMemcpyHostToDevice, stream),
 				   "buffer_write: copy", err);

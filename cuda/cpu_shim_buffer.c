@@ -26,6 +26,7 @@ cvcuda_buffer_alloc(size_t bytes, CvCudaBuffer **buffer, CvCudaError *err)
 								"buffer_alloc: %zu bytes of host memory are not available", bytes);
 	}
 	made->bytes = bytes;
+	made->version = 0;		/* the CPU library reads contents directly */
 	*buffer = made;
 	return cvcuda_set_ok(err);
 }

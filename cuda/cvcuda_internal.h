@@ -30,6 +30,9 @@ struct CvCudaBuffer
 {
 	void	   *data;
 	size_t		bytes;
+	unsigned long long version; /* CUDA: new at every cvcuda_buffer_write (and
+								 * alloc), never reused, so a host copy of the
+								 * contents can be kept for a version */
 };
 
 /* The key of an empty result slot: after every real distance, NaN included. */

@@ -24,6 +24,13 @@
 //    the K1-th bound (so no row left out can reach the top k, ties
 //    included), that is the answer; otherwise (many equal rows, say) the
 //    block scans its lists again with exact distances only.
+//    A small batch (a single query, say) would leave most of the GPU idle
+//    with one block per query: then each query's probed rows (the probed
+//    lists end to end) are split into segments, one block each, every
+//    segment finds its own exact top k as above, and merge_kernel keeps
+//    the best k of the segments' answers per query.  The order (distance,
+//    position) is total, so the merge of each segment's exact best k is the
+//    exact best k of the whole.
 //
 // Lower bounds (u = 2^-24, n = d), all computed in float32 without
 // contraction (cuda.mk compiles this file with -fmad=false):
@@ -352,13 +359,39 @@ probe_range(const long long *__restrict__ offsets, const int *__restrict__ probe
 	*end = offsets[l + 1];
 }
 
+// The rows of this block's segment: [first, last) of the query's probed
+// rows counted end to end over its probes, in probe order.
+struct Segment
+{
+	long long	first;
+	long long	last;
+};
+
+// Probe p's rows inside the segment; *before counts the probed rows of the
+// probes before p (the caller adds this probe's after the call).
+__device__ __forceinline__ void
+segment_range(const long long *__restrict__ offsets, const int *__restrict__ probe, int p,
+			  Segment seg, long long before, long long *begin, long long *end)
+{
+	long long	b,
+				e;
+
+	probe_range(offsets, probe, p, &b, &e);
+	*begin = b + (seg.first > before ? seg.first - before : 0);
+	*end = e;
+	if (before + (e - b) > seg.last)
+		*end = b + (seg.last - before);
+	if (*end < *begin)
+		*end = *begin;
+}
+
 template <int METRIC, bool VEC4>
 __global__ static void __launch_bounds__(SCAN_THREADS)
 ivf_scan_kernel(const float *__restrict__ vectors, const long long *__restrict__ offsets,
 				const float *__restrict__ queries, int d, const int *__restrict__ probes_of,
 				const int *__restrict__ order, int probes, int k, int cap,
-				long long *__restrict__ out_pos,
-				double *__restrict__ out_dist)
+				long long *__restrict__ out_pos, double *__restrict__ out_dist,
+				uint64_t *__restrict__ part_key, long long *__restrict__ part_pos)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	__shared__ ScanShared sh;
@@ -369,7 +402,11 @@ ivf_scan_kernel(const float *__restrict__ vectors, const long long *__restrict__
 	const float *q = queries + (size_t) query * d;
 	const int  *probe = probes_of ? probes_of + (size_t) query * probes : nullptr;
 	const int	k1 = cap / 2;
-	long long	total = 0;
+	const int	segments = gridDim.y;
+	long long	all = 0,
+				total,
+				before;
+	Segment		seg;
 	bool		exact_only;
 
 	engine.keys = reinterpret_cast<uint64_t *>(smem);
@@ -383,17 +420,25 @@ ivf_scan_kernel(const float *__restrict__ vectors, const long long *__restrict__
 					e;
 
 		probe_range(offsets, probe, p, &b, &e);
-		total += e - b;
+		all += e - b;
 	}
+	seg.first = all * blockIdx.y / segments;
+	seg.last = all * (blockIdx.y + 1) / segments;
+	total = seg.last - seg.first;
 
 	// Float32 pass: the K1 rows of smallest lower bound.
 	engine.init(k1);
-	for (int p = 0; p < probes; p++)
+	before = 0;
+	for (int p = 0; p < probes && before < seg.last; p++)
 	{
 		long long	begin,
-					end;
+					end,
+					b,
+					e;
 
-		probe_range(offsets, probe, p, &begin, &end);
+		segment_range(offsets, probe, p, seg, before, &begin, &end);
+		probe_range(offsets, probe, p, &b, &e);
+		before += e - b;
 		for (long long base = begin; base < end; base += GROUPS * ROWS_PER_GROUP)
 		{
 			engine.make_room(GROUPS * ROWS_PER_GROUP);
@@ -446,12 +491,17 @@ ivf_scan_kernel(const float *__restrict__ vectors, const long long *__restrict__
 	if (exact_only)
 	{
 		engine.init(k);
-		for (int p = 0; p < probes; p++)
+		before = 0;
+		for (int p = 0; p < probes && before < seg.last; p++)
 		{
 			long long	begin,
-						end;
+						end,
+						b,
+						e;
 
-			probe_range(offsets, probe, p, &begin, &end);
+			segment_range(offsets, probe, p, seg, before, &begin, &end);
+			probe_range(offsets, probe, p, &b, &e);
+			before += e - b;
 			for (long long base = begin; base < end; base += GROUPS)
 			{
 				engine.make_room(GROUPS);
@@ -478,6 +528,53 @@ ivf_scan_kernel(const float *__restrict__ vectors, const long long *__restrict__
 		bool		real = i < engine.count();
 		size_t		at = (size_t) query * k + i;
 
+		if (segments == 1)
+		{
+			out_pos[at] = real ? engine.pos[i] : -1;
+			out_dist[at] = cvcuda_order_distance(real ? engine.keys[i] : CVCUDA_KEY_NONE);
+		}
+		else
+		{
+			at = ((size_t) query * segments + blockIdx.y) * k + i;
+			part_key[at] = real ? engine.keys[i] : CVCUDA_KEY_NONE;
+			part_pos[at] = real ? engine.pos[i] : LLONG_MAX;
+		}
+	}
+}
+
+// One block per query: the best k of its segments' best k (each exact and
+// sorted), through the same engine.
+__global__ static void __launch_bounds__(SCAN_THREADS)
+merge_kernel(const uint64_t *__restrict__ part_key, const long long *__restrict__ part_pos,
+			 int segments, int k, int cap, long long *__restrict__ out_pos,
+			 double *__restrict__ out_dist)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+	__shared__ TopkShared st;
+	BlockTopk<SCAN_THREADS> engine;
+	const size_t first = (size_t) blockIdx.x * segments * k;
+	const int	n = segments * k;
+
+	engine.keys = reinterpret_cast<uint64_t *>(smem);
+	engine.pos = reinterpret_cast<long long *>(smem + sizeof(uint64_t) * cap);
+	engine.cap = cap;
+	engine.st = &st;
+	engine.init(k);
+	for (int base = 0; base < n; base += SCAN_THREADS)
+	{
+		const int	i = base + threadIdx.x;
+
+		engine.make_room(SCAN_THREADS);
+		if (i < n && part_pos[first + i] != LLONG_MAX &&
+			engine.accepts(part_key[first + i], part_pos[first + i]))
+			engine.push(part_key[first + i], part_pos[first + i]);
+	}
+	engine.finish();
+	for (int i = threadIdx.x; i < k; i += SCAN_THREADS)
+	{
+		bool		real = i < engine.count();
+		size_t		at = (size_t) blockIdx.x * k + i;
+
 		out_pos[at] = real ? engine.pos[i] : -1;
 		out_dist[at] = cvcuda_order_distance(real ? engine.keys[i] : CVCUDA_KEY_NONE);
 	}
@@ -498,54 +595,100 @@ scan_capacity(int k)
 	return cap;
 }
 
+// The merge's buffer: a power of two holding k and one round of candidates.
+static int
+merge_capacity(int k)
+{
+	int			cap = 256;
+
+	while (cap < k + SCAN_THREADS)
+		cap *= 2;
+	return cap;
+}
+
+// Raises a kernel's dynamic shared memory limit once per size it needs.
+template <typename Kernel>
+static cudaError_t
+allow_shared(Kernel kernel, size_t smem, size_t *allowed)
+{
+	cudaError_t code = cudaSuccess;
+
+	if (smem > *allowed)
+	{
+		code = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									(int) smem);
+		if (code == cudaSuccess)
+			*allowed = smem;
+	}
+	return code;
+}
+
+// Where the scan writes: the answer, or (segments > 1) each segment's best
+// k for merge_kernel.
+struct ScanOutput
+{
+	long long  *pos;
+	double	   *dist;
+	int			segments;
+	uint64_t   *part_key;
+	long long  *part_pos;
+};
+
 template <int METRIC, bool VEC4>
 static cudaError_t
 launch_scan_typed(const float *vectors, const long long *offsets, const float *queries, int d,
-				  const int *probe, const int *order, int probes, int k, int nqb, long long *out_pos,
-				  double *out_dist, cudaStream_t stream)
+				  const int *probe, const int *order, int probes, int k, int nqb,
+				  const ScanOutput &out, cudaStream_t stream)
 {
+	static size_t scan_allowed = 48 << 10,
+				merge_allowed = 48 << 10;
 	int			cap = scan_capacity(k);
 	size_t		smem = (size_t) cap * (sizeof(uint64_t) + sizeof(long long));
-	cudaError_t code;
+	cudaError_t code = allow_shared(ivf_scan_kernel<METRIC, VEC4>, smem, &scan_allowed);
 
-	code = cudaFuncSetAttribute(ivf_scan_kernel<METRIC, VEC4>,
-								cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem);
 	if (code != cudaSuccess)
 		return code;
-	ivf_scan_kernel<METRIC, VEC4><<<nqb, SCAN_THREADS, smem, stream>>>(vectors, offsets, queries,
-																		d, probe, order, probes, k,
-																		cap,
-																		out_pos, out_dist);
+	ivf_scan_kernel<METRIC, VEC4><<<dim3(nqb, out.segments), SCAN_THREADS, smem, stream>>>(
+		vectors, offsets, queries, d, probe, order, probes, k, cap, out.pos, out.dist,
+		out.part_key, out.part_pos);
+	code = cvcuda_check_launch(stream);
+	if (code != cudaSuccess || out.segments == 1)
+		return code;
+	cap = merge_capacity(k);
+	smem = (size_t) cap * (sizeof(uint64_t) + sizeof(long long));
+	if ((code = allow_shared(merge_kernel, smem, &merge_allowed)) != cudaSuccess)
+		return code;
+	merge_kernel<<<nqb, SCAN_THREADS, smem, stream>>>(out.part_key, out.part_pos, out.segments, k,
+													  cap, out.pos, out.dist);
 	return cvcuda_check_launch(stream);
 }
 
 template <int METRIC>
 static cudaError_t
 launch_scan_metric(const float *vectors, const long long *offsets, const float *queries, int d,
-				   const int *probe, const int *order, int probes, int k, int nqb, long long *out_pos,
-				   double *out_dist, cudaStream_t stream)
+				   const int *probe, const int *order, int probes, int k, int nqb,
+				   const ScanOutput &out, cudaStream_t stream)
 {
 	if (d % 4 == 0)
 		return launch_scan_typed<METRIC, true>(vectors, offsets, queries, d, probe, order, probes,
-											   k, nqb, out_pos, out_dist, stream);
+											   k, nqb, out, stream);
 	return launch_scan_typed<METRIC, false>(vectors, offsets, queries, d, probe, order, probes,
-											k, nqb, out_pos, out_dist, stream);
+											k, nqb, out, stream);
 }
 
 static cudaError_t
 launch_scan(int metric, const float *vectors, const long long *offsets, const float *queries,
 			int d, const int *probe, const int *order, int probes, int k, int nqb,
-			long long *out_pos,
-			double *out_dist, cudaStream_t stream)
+			const ScanOutput &out, cudaStream_t stream)
 {
 	if (metric == CV_METRIC_L2)
 		return launch_scan_metric<CV_METRIC_L2>(vectors, offsets, queries, d, probe, order,
-													probes, k, nqb, out_pos, out_dist, stream);
+												probes, k, nqb, out, stream);
 	if (metric == CV_METRIC_INNER_PRODUCT)
-		return launch_scan_metric<CV_METRIC_INNER_PRODUCT>(vectors, offsets, queries, d, probe, order,
-													probes, k, nqb, out_pos, out_dist, stream);
+		return launch_scan_metric<CV_METRIC_INNER_PRODUCT>(vectors, offsets, queries, d, probe,
+														   order, probes, k, nqb, out, stream);
 	return launch_scan_metric<CV_METRIC_COSINE>(vectors, offsets, queries, d, probe, order,
-													 probes, k, nqb, out_pos, out_dist, stream);
+												probes, k, nqb, out, stream);
 }
 
 static cudaError_t
@@ -593,12 +736,14 @@ struct SearchBuffers
 	GrowingArray<unsigned char> scratch;
 	GrowingArray<long long> out_pos;
 	GrowingArray<double> out_dist;
+	GrowingArray<uint64_t> part_key;
+	GrowingArray<long long> part_pos;
 
 	size_t bytes() const
 	{
 		return queries.bytes() + keys.bytes() + probe.bytes() + first[0].bytes() +
 			first[1].bytes() + order[0].bytes() + order[1].bytes() + scratch.bytes() +
-			out_pos.bytes() + out_dist.bytes();
+			out_pos.bytes() + out_dist.bytes() + part_key.bytes() + part_pos.bytes();
 	}
 
 	void release()
@@ -614,10 +759,88 @@ struct SearchBuffers
 		scratch.release();
 		out_pos.release();
 		out_dist.release();
+		part_key.release();
+		part_pos.release();
 	}
 };
 
 static SearchBuffers workspace;
+
+// The checked host copy of the last list offsets searched, kept while the
+// buffer holds the same contents (its version), so a stream of searches
+// over one mirror does not read them back and synchronise every time.
+static struct
+{
+	const CvCudaBuffer *buffer = nullptr;
+	unsigned long long version = 0;
+	std::vector<long long> offsets;
+}			checked_offsets;
+
+static CvCudaStatus
+read_offsets(const CvCudaBuffer *list_offsets, int lists, int d, const CvCudaBuffer *vectors,
+			 cudaStream_t stream, CvCudaError *err)
+{
+	std::vector<long long> &offsets = checked_offsets.offsets;
+	CvCudaStatus status;
+
+	if (checked_offsets.buffer == list_offsets &&
+		checked_offsets.version == list_offsets->version &&
+		offsets.size() == (size_t) lists + 1)
+		return cvcuda_check_ivf_offsets(offsets.data(), lists, d, vectors, err);
+	checked_offsets.buffer = nullptr;
+	offsets.resize((size_t) lists + 1);
+	CVCUDA_TRY(cudaMemcpyAsync(offsets.data(), list_offsets->data,
+							   sizeof(long long) * ((size_t) lists + 1), cudaMemcpyDeviceToHost,
+							   stream), "ivf_search: read list_offsets", err);
+	CVCUDA_TRY(cudaStreamSynchronize(stream), "ivf_search: read list_offsets", err);
+	status = cvcuda_check_ivf_offsets(offsets.data(), lists, d, vectors, err);
+	if (status == CVCUDA_OK)
+	{
+		checked_offsets.buffer = list_offsets;
+		checked_offsets.version = list_offsets->version;
+	}
+	return status;
+}
+
+// Multiprocessors of the current device (0: unknown).
+static int
+device_sms()
+{
+	static int	sms = -1;
+	int			device;
+
+	if (sms < 0 && (cudaGetDevice(&device) != cudaSuccess ||
+					cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) !=
+					cudaSuccess))
+		sms = 0;
+	return sms;
+}
+
+// Blocks per query: enough for two blocks per multiprocessor over the
+// batch, each with at least MIN_SEGMENT_ROWS rows of a query's expected
+// probed rows, and few enough for the merge (segments x k at most
+// MAX_MERGED).  CLUSTERVEC_CUDA_SEARCH_SEGMENTS sets it (tests).
+#define MIN_SEGMENT_ROWS 256
+#define MAX_MERGED 8192
+#define MAX_SEGMENTS 64
+
+static int
+segments_for(int nqb, int k, long long rows, int lists, int probes)
+{
+	const char *setting = getenv("CLUSTERVEC_CUDA_SEARCH_SEGMENTS");
+	long long	expected = rows / lists * probes;
+	int			segments = (2 * device_sms() + nqb - 1) / nqb;
+
+	if (setting != nullptr && atoi(setting) > 0)
+		segments = atoi(setting);
+	else if (expected / MIN_SEGMENT_ROWS < segments)
+		segments = (int) (expected / MIN_SEGMENT_ROWS);
+	if (segments > MAX_SEGMENTS)
+		segments = MAX_SEGMENTS;
+	if (segments * k > MAX_MERGED)
+		segments = MAX_MERGED / k;
+	return segments < 1 ? 1 : segments;
+}
 
 static CvCudaStatus
 search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
@@ -629,7 +852,6 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	cudaStream_t stream;
 	size_t		free_bytes = 0,
 				total_bytes = 0;
-	std::vector<long long> offsets((size_t) lists + 1);
 	CvCudaStatus status;
 	bool		all = probes >= lists;
 	double		per_query,
@@ -637,19 +859,20 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	int			nqb_max;
 	int			list_bits = 32 - __builtin_clz((unsigned) lists);
 	size_t		scratch_bytes = 0;
+	ScanOutput	out;
 
 	CVCUDA_TRY(cvcuda_stream(&stream), "ivf_search: stream", err);
-	CVCUDA_TRY(cudaMemcpyAsync(offsets.data(), list_offsets->data,
-							   sizeof(long long) * ((size_t) lists + 1), cudaMemcpyDeviceToHost,
-							   stream), "ivf_search: read list_offsets", err);
-	CVCUDA_TRY(cudaStreamSynchronize(stream), "ivf_search: read list_offsets", err);
-	status = cvcuda_check_ivf_offsets(offsets.data(), lists, d, vectors, err);
+	status = read_offsets(list_offsets, lists, d, vectors, stream, err);
 	if (status != CVCUDA_OK)
 		return status;
 	if (all)
 		probes = lists;
-	CVCUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "ivf_search: cudaMemGetInfo", err);
 	per_query = d * 4.0 + k * 16.0 + (all ? 0.0 : lists * 8.0 + probes * 4.0);
+	/* a batch well inside the smallest budget needs no look at free memory */
+	if (nq * per_query > (double) (16 << 20) || getenv("CLUSTERVEC_CUDA_SEARCH_BUDGET"))
+		CVCUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "ivf_search: cudaMemGetInfo", err);
+	else
+		free_bytes = (size_t) 4 * (16 << 20);
 	batch = search_budget(free_bytes) / per_query;
 	if (batch > nq)
 		batch = nq;
@@ -659,6 +882,16 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	CVCUDA_TRY(b.queries.reserve((size_t) nqb_max * d), "ivf_search: buffers", err);
 	CVCUDA_TRY(b.out_pos.reserve((size_t) nqb_max * k), "ivf_search: buffers", err);
 	CVCUDA_TRY(b.out_dist.reserve((size_t) nqb_max * k), "ivf_search: buffers", err);
+	out.segments = segments_for(nqb_max, k, checked_offsets.offsets[lists], lists, probes);
+	if (out.segments > 1)
+	{
+		CVCUDA_TRY(b.part_key.reserve((size_t) nqb_max * out.segments * k), "ivf_search: buffers",
+				   err);
+		CVCUDA_TRY(b.part_pos.reserve((size_t) nqb_max * out.segments * k), "ivf_search: buffers",
+				   err);
+	}
+	out.part_key = b.part_key.get();
+	out.part_pos = b.part_pos.get();
 	if (!all)
 	{
 		CVCUDA_TRY(b.keys.reserve((size_t) nqb_max * lists), "ivf_search: buffers", err);
@@ -693,21 +926,27 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 			probe_select_kernel<<<nqb, SELECT_THREADS, 0, stream>>>(b.keys.get(), lists, probes,
 																	 b.probe.get());
 			CVCUDA_TRY(cvcuda_check_launch(stream), "ivf_search: probe selection", err);
-			first_probe_kernel<<<(nqb + 255) / 256, 256, 0, stream>>>(b.probe.get(), probes, nqb,
-																	   b.first[0].get(),
-																	   b.order[0].get());
-			CVCUDA_TRY(cvcuda_check_launch(stream), "ivf_search: query order", err);
-			CVCUDA_TRY(cub::DeviceRadixSort::SortPairs(b.scratch.get(), scratch_bytes,
-													   b.first[0].get(), b.first[1].get(),
-													   b.order[0].get(), b.order[1].get(), nqb,
-													   0, list_bits, stream),
-					   "ivf_search: query order", err);
+			/* one query has no order to choose */
+			if (nqb > 1)
+			{
+				first_probe_kernel<<<(nqb + 255) / 256, 256, 0, stream>>>(b.probe.get(), probes,
+																		   nqb, b.first[0].get(),
+																		   b.order[0].get());
+				CVCUDA_TRY(cvcuda_check_launch(stream), "ivf_search: query order", err);
+				CVCUDA_TRY(cub::DeviceRadixSort::SortPairs(b.scratch.get(), scratch_bytes,
+														   b.first[0].get(), b.first[1].get(),
+														   b.order[0].get(), b.order[1].get(),
+														   nqb, 0, list_bits, stream),
+						   "ivf_search: query order", err);
+			}
 		}
+		out.pos = b.out_pos.get();
+		out.dist = b.out_dist.get();
 		CVCUDA_TRY(launch_scan(metric, static_cast<const float *>(vectors->data),
 							   static_cast<const long long *>(list_offsets->data),
 							   b.queries.get(), d, all ? nullptr : b.probe.get(),
-							   all ? nullptr : b.order[1].get(), probes, k, nqb,
-							   b.out_pos.get(), b.out_dist.get(), stream),
+							   all || nqb < 2 ? nullptr : b.order[1].get(), probes, k, nqb,
+							   out, stream),
 				   "ivf_search: scan", err);
 		CVCUDA_TRY(cudaMemcpyAsync(out_position + (size_t) q0 * k, b.out_pos.get(),
 								   sizeof(long long) * (size_t) nqb * k, cudaMemcpyDeviceToHost,

@@ -13,7 +13,10 @@
  * before every call with a guard zone after them.  Also: every malformed
  * call answers CVCUDA_INVALID_ARGUMENT.  Two cases run again with
  * CLUSTERVEC_CUDA_SEARCH_BUDGET at 60 kB, which forces the CUDA library
- * through many query batches (the CPU shim ignores it).
+ * through many query batches (the CPU shim ignores it), and several with
+ * CLUSTERVEC_CUDA_SEARCH_SEGMENTS at 7 and 64, which splits each query's
+ * probed rows over that many blocks merged afterwards (segments without
+ * rows, ties across segments, k 1024).
  *
  * Usage: ivf_search_test path/to/library.so [--require-device] [--seed N]
  */
@@ -69,6 +72,7 @@ static const SearchCase cases[] = {
 	{"d 3, k 1024", 10, 1500, 3, 20, 1024, DATA_CLUSTERED},
 	{"d 128", 32, 8000, 128, 300, 10, DATA_CLUSTERED},
 	{"d 128, 1000 queries, k 100", 64, 10000, 128, 1000, 100, DATA_CLUSTERED},
+	{"d 128, one query", 32, 8000, 128, 1, 10, DATA_CLUSTERED},
 	{"d 128, duplicates", 16, 4000, 128, 100, 50, DATA_DUPLICATES},
 	{"d 17, duplicates, k 1024", 12, 3000, 17, 30, 1024, DATA_DUPLICATES},
 	{"d 40, zero vectors", 12, 2000, 40, 60, 20, DATA_ZEROS},
@@ -603,5 +607,15 @@ main(int argc, char **argv)
 		run_case(&lib, &cases[3], metric, seed + 1010 + metric);
 	}
 	unsetenv("CLUSTERVEC_CUDA_SEARCH_BUDGET");
+	for (int forced = 0; forced < 2; forced++)
+	{
+		static const int which[] = {1, 3, 5, 6, 7, 8, 12};
+
+		setenv("CLUSTERVEC_CUDA_SEARCH_SEGMENTS", forced ? "64" : "7", 1);
+		for (size_t i = 0; i < lengthof(which); i++)
+			for (int metric = CV_METRIC_L2; metric <= CV_METRIC_COSINE; metric++)
+				run_case(&lib, &cases[which[i]], metric, seed + 2000 + 10 * i + metric);
+	}
+	unsetenv("CLUSTERVEC_CUDA_SEARCH_SEGMENTS");
 	return harness_finish();
 }
