@@ -33,7 +33,7 @@ typedef void (*FreeFn) (CvCudaBuffer *);
 typedef CvCudaStatus (*WriteFn) (CvCudaBuffer *, size_t, const void *, size_t, CvCudaError *);
 typedef CvCudaStatus (*SearchFn) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								  const CvCudaBuffer *, int, const float *, int, int, int,
-								  long long *, double *, int *, CvCudaError *);
+								  const int *, long long *, double *, int *, CvCudaError *);
 typedef CvCudaStatus (*KnnFn) (const float *, long long, int, const float *, int, int,
 							   long long *, double *, CvCudaError *);
 
@@ -71,7 +71,7 @@ time_single(const CvCudaBuffer *bc, const CvCudaBuffer *bv, const CvCudaBuffer *
 		double		t0 = now();
 
 		search_fn(bc, lists, d, bv, bo, CV_METRIC_L2, queries + (size_t) (i % 100) * d, 1, 10,
-				  probes, pos, dist, probed, &err);
+				  probes, NULL, pos, dist, probed, &err);
 		t[i] = (now() - t0) * 1e6;
 	}
 	qsort(t, CALLS, sizeof(double), compare_doubles);
@@ -251,7 +251,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 			break;
 		}
 		if (search_fn(bc, lists, d, bv, bo, CV_METRIC_L2, queries, RECALL_QUERIES, K, probes,
-					  pos, dist, NULL, &err) != CVCUDA_OK)
+					  NULL, pos, dist, NULL, &err) != CVCUDA_OK)
 		{
 			printf("search failed: %s\n", err.message);
 			break;
@@ -269,7 +269,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 			double		t = now();
 
 			if (search_fn(bc, lists, d, bv, bo, CV_METRIC_L2, queries, BATCH, K, probes,
-						  pos, dist, NULL, &err) != CVCUDA_OK)
+						  NULL, pos, dist, NULL, &err) != CVCUDA_OK)
 			{
 				printf("search failed: %s\n", err.message);
 				goto done;
@@ -300,7 +300,7 @@ run_shape(long long n, int d, int lists, float sigma, double deadline)
 	{
 		double		t = now();
 
-		if (search_fn(bc, lists, d, bv, bo, metric, queries, BATCH, K, 8, pos, dist, NULL, &err) !=
+		if (search_fn(bc, lists, d, bv, bo, metric, queries, BATCH, K, 8, NULL, pos, dist, NULL, &err) !=
 			CVCUDA_OK)
 			printf("search failed: %s\n", err.message);
 		else

@@ -83,23 +83,22 @@ if [ -z "${SKIP_HEALTH:-}" ]; then
   q -c "SELECT 'against cluster_health, lists with coverage 1: ' || count(*) || '; largest relative differences: inertia ' || to_char(max(abs(o.inertia_seen - h.inertia) / h.inertia), '9.9EEEE') || ', mean_dist ' || to_char(max(abs(o.mean_dist_seen - h.mean_dist) / h.mean_dist), '9.9EEEE') || ', cohesion ' || to_char(max(abs(o.cohesion_seen - h.cohesion) / abs(h.cohesion)), '9.9EEEE') FROM obs o JOIN health h USING (cluster) WHERE o.coverage = 1"
 fi
 
+# one statement per transaction, prepared, settings through PGOPTIONS
 single() {
   rm -f /tmp/pgb*
-  echo "$2" > /tmp/one.sql
-  LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -c 1 -T "${PGBENCH_SECONDS:-8}" -f /tmp/one.sql --log --log-prefix=/tmp/pgb postgres >/dev/null 2>&1
+  echo "$3" > /tmp/one.sql
+  PGOPTIONS="$2" LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -M prepared -c 1 -T "${PGBENCH_SECONDS:-8}" -f /tmp/one.sql --log --log-prefix=/tmp/pgb postgres >/dev/null 2>&1
   cat /tmp/pgb* | awk '{print $3}' | sort -n | awk -v what="$1" '{a[NR]=$1} END {printf "| %s | %.3f | %.3f | %d |\n", what, a[int(NR*0.5)] / 1000, a[int(NR*0.99)] / 1000, NR}'
 }
-echo "== single queries (pgbench, 1 client), probes $probes, k = 10"
+q -c "CREATE UNIQUE INDEX IF NOT EXISTS queries_qid ON queries (qid)"
+echo "== single queries (pgbench -M prepared, 1 client), probes $probes, k = 10"
 echo "| query | p50 ms | p99 ms | n |"
 echo "|---|---|---|---|"
-single "ORDER BY v <-> q LIMIT 10, GPU" "\\set qid random(1, $nq)
-SET clustervec.gpu = require; SET clustervec.probes = $probes;
+single "ORDER BY v <-> q LIMIT 10, GPU" "-c clustervec.gpu=require -c clustervec.probes=$probes" "\\set qid random(1, $nq)
 SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
-single "ORDER BY v <-> q LIMIT 10, CPU" "\\set qid random(1, $nq)
-SET clustervec.gpu = off; SET clustervec.probes = $probes;
+single "ORDER BY v <-> q LIMIT 10, CPU" "-c clustervec.gpu=off -c clustervec.probes=$probes" "\\set qid random(1, $nq)
 SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
-single "WHERE c = label ORDER BY v <-> q LIMIT 10 (CPU, one list)" "\\set qid random(1, $nq)
-SET clustervec.probes = $probes;
+single "WHERE c = label ORDER BY v <-> q LIMIT 10 (one list)" "-c clustervec.probes=$probes" "\\set qid random(1, $nq)
 SELECT id FROM items WHERE c = :qid % $clusters ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
-single "cvsearch, one query, GPU" "\\set qid random(1, $nq)
+single "cvsearch, one query, GPU" "-c clustervec.gpu=require" "\\set qid random(1, $nq)
 SELECT count(*) FROM cvsearch('items_lat', ARRAY[(SELECT v FROM queries WHERE qid = :qid)], 10, $probes);"

@@ -152,12 +152,12 @@ write_probed(const RankedList *ranked, int probes, int *out)
 static void
 search_one(const CvDistanceKernels *kernels, const float *centroids, int lists, int d,
 		   const float *vectors, const long long *offsets, int metric, const float *query,
-		   int k, int probes, RankedList *ranked, SearchCandidate *heap,
+		   int k, int probes, const int *given, RankedList *ranked, SearchCandidate *heap,
 		   long long *out_position, double *out_distance, int *out_probed)
 {
 	int			size = 0;
 
-	for (int l = 0; l < lists; l++)
+	for (int l = 0; l < lists && given == NULL; l++)
 	{
 		const float *c = centroids + (size_t) l * d;
 		double		v = metric == CV_METRIC_L2 ? kernels->l2_squared(query, c, d) :
@@ -166,7 +166,10 @@ search_one(const CvDistanceKernels *kernels, const float *centroids, int lists, 
 		ranked[l].distance = isnan(v) ? INFINITY : v;
 		ranked[l].list = l;
 	}
-	if (probes < lists)
+	if (given != NULL)
+		for (int p = 0; p < probes; p++)
+			ranked[p].list = given[p];
+	else if (probes < lists)
 		qsort(ranked, lists, sizeof(RankedList), compare_ranked);
 	if (out_probed != NULL)
 		write_probed(ranked, probes, out_probed);
@@ -199,8 +202,8 @@ search_one(const CvDistanceKernels *kernels, const float *centroids, int lists, 
 CVCUDA_API CvCudaStatus
 cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
 				  const CvCudaBuffer *list_offsets, int metric, const float *queries, int nq,
-				  int k, int probes, long long *out_position, double *out_distance,
-				  int *out_probed, CvCudaError *err)
+				  int k, int probes, const int *given, long long *out_position,
+				  double *out_distance, int *out_probed, CvCudaError *err)
 {
 	const CvDistanceKernels *kernels = cv_distance_kernels_for(cv_simd_best());
 	const long long *offsets;
@@ -220,6 +223,9 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 	status = cvcuda_check_ivf_offsets(offsets, lists, d, vectors, err);
 	if (status != CVCUDA_OK)
 		return status;
+	if (given != NULL &&
+		(status = cvcuda_check_given_probes(given, nq, probes, lists, err)) != CVCUDA_OK)
+		return status;
 	if (probes > lists)
 		probes = lists;
 	ranked = malloc(sizeof(RankedList) * (size_t) lists);
@@ -233,7 +239,8 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 	for (int q = 0; q < nq && !cvcuda_stopping(); q++)
 		search_one(kernels, (const float *) centroids->data, lists, d,
 				   (const float *) vectors->data, offsets, metric, queries + (size_t) q * d,
-				   k, probes, ranked, heap, out_position + (size_t) q * k,
+				   k, probes, given == NULL ? NULL : given + (size_t) q * probes, ranked, heap,
+				   out_position + (size_t) q * k,
 				   out_distance + (size_t) q * k,
 				   out_probed == NULL ? NULL : out_probed + (size_t) q * probes);
 	free(ranked);

@@ -489,6 +489,26 @@ cvcuda_check_ivf_search_args(const CvCudaBuffer *centroids, int lists, int d,
 	return CVCUDA_OK;
 }
 
+/* Given probe lists: each query's row strictly ascending, within the lists. */
+static inline CvCudaStatus
+cvcuda_check_given_probes(const int *given, int nq, int probes, int lists, CvCudaError *err)
+{
+	if (probes > lists)
+		return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+								"ivf_search: %d given probes of %d lists", probes, lists);
+	for (int q = 0; q < nq; q++)
+		for (int p = 0; p < probes; p++)
+		{
+			int			l = given[(size_t) q * probes + p];
+
+			if (l < 0 || l >= lists || (p > 0 && l <= given[(size_t) q * probes + p - 1]))
+				return cvcuda_set_error(err, CVCUDA_INVALID_ARGUMENT, 0,
+										"ivf_search: given list %d of query %d is out of range or out of order",
+										l, q);
+		}
+	return CVCUDA_OK;
+}
+
 /* Every query probed every list: out[q * lists + l] = l. */
 static inline void
 cvcuda_probe_all(int *out, int nq, int lists)

@@ -845,15 +845,15 @@ segments_for(int nqb, int k, long long rows, int lists, int probes)
 static CvCudaStatus
 search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
 				 const CvCudaBuffer *list_offsets, int metric, const float *queries, int nq,
-				 int k, int probes, long long *out_position, double *out_distance,
-				 int *out_probed, CvCudaError *err)
+				 int k, int probes, const int *given, long long *out_position,
+				 double *out_distance, int *out_probed, CvCudaError *err)
 {
 	SearchBuffers &b = workspace;
 	cudaStream_t stream;
 	size_t		free_bytes = 0,
 				total_bytes = 0;
 	CvCudaStatus status;
-	bool		all = probes >= lists;
+	bool		all = given == nullptr && probes >= lists;
 	double		per_query,
 				batch;
 	int			nqb_max;
@@ -894,7 +894,8 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	out.part_pos = b.part_pos.get();
 	if (!all)
 	{
-		CVCUDA_TRY(b.keys.reserve((size_t) nqb_max * lists), "ivf_search: buffers", err);
+		if (given == nullptr)
+			CVCUDA_TRY(b.keys.reserve((size_t) nqb_max * lists), "ivf_search: buffers", err);
 		CVCUDA_TRY(b.probe.reserve((size_t) nqb_max * probes), "ivf_search: buffers", err);
 		for (int i = 0; i < 2; i++)
 		{
@@ -917,7 +918,12 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 		CVCUDA_TRY(cudaMemcpyAsync(b.queries.get(), queries + (size_t) q0 * d,
 								   sizeof(float) * (size_t) nqb * d, cudaMemcpyHostToDevice,
 								   stream), "ivf_search: copy queries", err);
-		if (!all)
+		if (given != nullptr)
+			CVCUDA_TRY(cudaMemcpyAsync(b.probe.get(), given + (size_t) q0 * probes,
+									   sizeof(int) * (size_t) nqb * probes,
+									   cudaMemcpyHostToDevice, stream),
+					   "ivf_search: copy given lists", err);
+		else if (!all)
 		{
 			CVCUDA_TRY(launch_centroid_keys(metric, b.queries.get(), nqb,
 											static_cast<const float *>(centroids->data), lists,
@@ -926,6 +932,9 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 			probe_select_kernel<<<nqb, SELECT_THREADS, 0, stream>>>(b.keys.get(), lists, probes,
 																	 b.probe.get());
 			CVCUDA_TRY(cvcuda_check_launch(stream), "ivf_search: probe selection", err);
+		}
+		if (!all)
+		{
 			/* one query has no order to choose */
 			if (nqb > 1)
 			{
@@ -971,8 +980,8 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 extern "C" CvCudaStatus
 cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBuffer *vectors,
 				  const CvCudaBuffer *list_offsets, int metric, const float *queries, int nq,
-				  int k, int probes, long long *out_position, double *out_distance,
-				  int *out_probed, CvCudaError *err)
+				  int k, int probes, const int *given, long long *out_position,
+				  double *out_distance, int *out_probed, CvCudaError *err)
 {
 	return cvcuda_guard("ivf_search", err, [&]() -> CvCudaStatus {
 		CvCudaStatus status = cvcuda_check_ivf_search_args(centroids, lists, d, vectors,
@@ -984,7 +993,10 @@ cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d, const CvCudaB
 			return status;
 		if (nq == 0)
 			return cvcuda_set_ok(err);
+		if (given != nullptr &&
+			(status = cvcuda_check_given_probes(given, nq, probes, lists, err)) != CVCUDA_OK)
+			return status;
 		return search_on_device(centroids, lists, d, vectors, list_offsets, metric, queries, nq,
-								k, probes, out_position, out_distance, out_probed, err);
+								k, probes, given, out_position, out_distance, out_probed, err);
 	});
 }

@@ -331,11 +331,15 @@ CvCudaStatus cvcuda_kmeans_lloyd(const CvCudaBuffer *points, long long n, int d,
  * out_probed (may be NULL): nq x min(probes, lists) list numbers, each
  * query's probed set in ascending list order, so the caller reads rows
  * added to exactly those lists without ranking the centroids again.
+ * given (may be NULL; ABI 5): nq x probes list numbers, each query's row
+ * strictly ascending, probed instead of the nearest lists (no ranking):
+ * a search within chosen lists, as cvlattice's label conditions ask; it
+ * may be the same memory as out_probed.
  */
 CvCudaStatus cvcuda_ivf_search(const CvCudaBuffer *centroids, int lists, int d,
 							   const CvCudaBuffer *vectors, const CvCudaBuffer *list_offsets,
 							   int metric, const float *queries, int nq, int k, int probes,
-							   long long *out_position, double *out_distance,
+							   const int *given, long long *out_position, double *out_distance,
 							   int *out_probed, CvCudaError *err);
 
 /* ---------------------------------------------------------------------

@@ -33,7 +33,7 @@
 
 typedef CvCudaStatus (*SearchFn) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								  const CvCudaBuffer *, int, const float *, int, int, int,
-								  long long *, double *, int *, CvCudaError *);
+								  const int *, long long *, double *, int *, CvCudaError *);
 
 typedef void (*StopFn) (CvCudaStopCheck, void *);
 
@@ -231,9 +231,13 @@ compare_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The definition, on the scalar kernels; probed: each query's probed set in list order. */
+/*
+ * The definition, on the scalar kernels; probed: each query's probed set in
+ * list order.  given (or NULL): each query's probes lists, instead of the
+ * nearest.
+ */
 static void
-reference_search(const SearchCase *c, const Mirror *m, int metric, int probes,
+reference_search(const SearchCase *c, const Mirror *m, int metric, int probes, const int *given,
 				 long long *pos, double *dist, int *probed)
 {
 	const CvDistanceKernels *s = cv_distance_kernels_for(CV_SIMD_SCALAR);
@@ -260,6 +264,8 @@ reference_search(const SearchCase *c, const Mirror *m, int metric, int probes,
 			ranked[l].list = l;
 		}
 		qsort(ranked, c->lists, sizeof(Ranked), compare_ranked);
+		for (int p = 0; p < probes && given != NULL; p++)
+			ranked[p].list = given[(size_t) q * probes + p];
 		for (int p = 0; p < probes; p++)
 			probed[(size_t) q * probes + p] = ranked[p].list;
 		qsort(probed + (size_t) q * probes, probes, sizeof(int), compare_int);
@@ -387,6 +393,63 @@ upload(const Library *lib, const void *data, size_t bytes)
 	return b;
 }
 
+/*
+ * Given lists (cvlattice's label conditions): each query probes up to 3
+ * random lists in ascending order instead of the nearest; the answer is
+ * the reference's over exactly those, and out_probed returns them.
+ */
+static void
+run_given(const Library *lib, const SearchCase *c, const Mirror *m, int metric, uint64_t *state,
+		  const CvCudaBuffer *bc, const CvCudaBuffer *bv, const CvCudaBuffer *bo, long long *pos,
+		  double *dist, long long *rpos, double *rdist, int *probed, int *rprobed,
+		  uint64_t seed)
+{
+	int			g = c->lists < 3 ? c->lists : 3;
+	int		   *given = malloc(sizeof(int) * (size_t) c->nq * g);
+	long long	results = (long long) c->nq * c->k;
+	CvCudaError err;
+	CvCudaStatus status;
+
+	for (int q = 0; q < c->nq; q++)
+	{
+		int		   *row = given + (size_t) q * g;
+		int			n = 0;
+
+		/* g distinct lists, ascending: a random start, then random steps */
+		row[n++] = (int) (next_random(state) % (uint64_t) (c->lists - g + 1));
+		while (n < g)
+		{
+			int			room = c->lists - (g - n) - row[n - 1];
+
+			row[n] = row[n - 1] + 1 + (int) (next_random(state) % (uint64_t) room);
+			n++;
+		}
+	}
+	reference_search(c, m, metric, g, given, rpos, rdist, rprobed);
+	poison(pos, dist, results + GUARD);
+	poison_probed(probed, (long long) c->nq * g + GUARD);
+	status = lib->search(bc, c->lists, c->d, bv, bo, metric, m->queries, c->nq, c->k, g, given,
+						 pos, dist, probed, &err);
+	if (status != CVCUDA_OK)
+		printf("  status %d: %s\n", status, err.message);
+	check(status == CVCUDA_OK && same_results(pos, dist, rpos, rdist, results, c->k) &&
+		  same_probed(probed, given, (long long) c->nq * g),
+		  "%s, %s, %d given lists (seed %llu)", c->name, metric_names[metric], g,
+		  (unsigned long long) seed);
+	/* the given lists may be the probed output's own memory */
+	if (c->nq > 0)
+	{
+		memcpy(probed, given, sizeof(int) * (size_t) c->nq * g);
+		status = lib->search(bc, c->lists, c->d, bv, bo, metric, m->queries, c->nq, c->k, g,
+							 probed, pos, dist, probed, &err);
+		check(status == CVCUDA_OK && same_results(pos, dist, rpos, rdist, results, c->k) &&
+			  same_probed(probed, given, (long long) c->nq * g),
+			  "%s, %s, given lists in the probed output (seed %llu)", c->name,
+			  metric_names[metric], (unsigned long long) seed);
+	}
+	free(given);
+}
+
 /* One case under one metric, for several probes values. */
 static void
 run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
@@ -429,12 +492,12 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 			check(0, "%s", what);
 			continue;
 		}
-		reference_search(c, &m, metric, probes, rpos, rdist, rprobed);
+		reference_search(c, &m, metric, probes, NULL, rpos, rdist, rprobed);
 		poison(pos, dist, results + GUARD);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		probed_count = (long long) c->nq * (probes < c->lists ? probes : c->lists);
 		poison_probed(probed, probed_count + GUARD);
-		status = lib->search(bc, c->lists, c->d, bv, bo, metric, m.queries, c->nq, c->k, probes,
+		status = lib->search(bc, c->lists, c->d, bv, bo, metric, m.queries, c->nq, c->k, probes, NULL,
 							 pos, dist, probed, &err);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (status != CVCUDA_OK)
@@ -451,6 +514,9 @@ run_case(const Library *lib, const SearchCase *c, int metric, uint64_t seed)
 		printf("  %s: %.1f ms\n", what,
 			   (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 	}
+	if (bc != NULL && bv != NULL && bo != NULL)
+		run_given(lib, c, &m, metric, &state, bc, bv, bo, pos, dist, rpos, rdist, probed,
+				  rprobed, seed);
 	lib->free(bc);
 	lib->free(bv);
 	lib->free(bo);
@@ -497,39 +563,51 @@ run_argument_checks(const Library *lib)
 	CvCudaBuffer *b2 = upload(lib, bad_order, sizeof(off));
 	CvCudaBuffer *b3 = upload(lib, bad_end, sizeof(off));
 
-	check(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err) == CVCUDA_OK,
+	check(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err) == CVCUDA_OK,
 		  "well-formed call accepted");
-	check_invalid(lib->search(bc, 0, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "lists 0");
-	check_invalid(lib->search(bc, 4, 0, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "d 0");
-	check_invalid(lib->search(bc, 4, CVCUDA_KNN_MAX_DIMS + 1, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err),
+	check_invalid(lib->search(bc, 0, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "lists 0");
+	check_invalid(lib->search(bc, 4, 0, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "d 0");
+	check_invalid(lib->search(bc, 4, CVCUDA_KNN_MAX_DIMS + 1, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err),
 				  &err, "d too large");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 0, 2, ix, dx, NULL, &err), &err, "k 0");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, CVCUDA_SEARCH_MAX_K + 1, 2, ix, dx, NULL, &err),
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 0, 2, NULL, ix, dx, NULL, &err), &err, "k 0");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, CVCUDA_SEARCH_MAX_K + 1, 2, NULL, ix, dx, NULL, &err),
 				  &err, "k too large");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 0, ix, dx, NULL, &err), &err, "probes 0");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, -1, 2, 2, ix, dx, NULL, &err), &err, "nq < 0");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, 4, q, 1, 2, 2, ix, dx, NULL, &err), &err, "metric 4");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, -1, q, 1, 2, 2, ix, dx, NULL, &err), &err, "metric -1");
-	check_invalid(lib->search(NULL, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "centroids NULL");
-	check_invalid(lib->search(bc, 4, 8, NULL, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "vectors NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, NULL, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err, "offsets NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, NULL, 1, 2, 2, ix, dx, NULL, &err), &err, "queries NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, dx, NULL, &err), &err, "positions NULL");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, NULL, NULL, &err), &err, "distances NULL");
-	check_invalid(lib->search(bc, 3, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 0, NULL, ix, dx, NULL, &err), &err, "probes 0");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, -1, 2, 2, NULL, ix, dx, NULL, &err), &err, "nq < 0");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, 4, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "metric 4");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, -1, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "metric -1");
+	check_invalid(lib->search(NULL, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "centroids NULL");
+	check_invalid(lib->search(bc, 4, 8, NULL, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "vectors NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, NULL, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "offsets NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, NULL, 1, 2, 2, NULL, ix, dx, NULL, &err), &err, "queries NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, NULL, dx, NULL, &err), &err, "positions NULL");
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, NULL, NULL, &err), &err, "distances NULL");
+	{
+		int			backwards[2] = {2, 1},
+					outside[2] = {1, 4},
+					twice[2] = {1, 1};
+
+		check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, backwards, ix, dx,
+								  NULL, &err), &err, "given lists out of order");
+		check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, outside, ix, dx,
+								  NULL, &err), &err, "a given list past the lists");
+		check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, twice, ix, dx,
+								  NULL, &err), &err, "a given list twice");
+	}
+	check_invalid(lib->search(bc, 3, 8, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err,
 				  "centroids size mismatch (lists)");
-	check_invalid(lib->search(bc, 4, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
+	check_invalid(lib->search(bc, 4, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err,
 				  "centroids size mismatch (d)");
-	check_invalid(lib->search(bc, 4, 8, bv, bc, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, bc, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err,
 				  "offsets size mismatch");
-	check_invalid(lib->search(bc, 4, 8, bv, b1, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, b1, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err,
 				  "offsets[0] != 0");
-	check_invalid(lib->search(bc, 4, 8, bv, b2, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, b2, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err,
 				  "offsets decreasing");
-	check_invalid(lib->search(bc, 4, 8, bv, b3, CV_METRIC_L2, q, 1, 2, 2, ix, dx, NULL, &err), &err,
+	check_invalid(lib->search(bc, 4, 8, bv, b3, CV_METRIC_L2, q, 1, 2, 2, NULL, ix, dx, NULL, &err), &err,
 				  "offsets past the vectors");
-	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 0, 2, ix, dx, NULL, NULL), NULL, "k 0, err NULL");
-	check(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, NULL, 0, 2, 2, NULL, NULL, NULL, &err) == CVCUDA_OK,
+	check_invalid(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, q, 1, 0, 2, NULL, ix, dx, NULL, NULL), NULL, "k 0, err NULL");
+	check(lib->search(bc, 4, 8, bv, bo, CV_METRIC_L2, NULL, 0, 2, 2, NULL, NULL, NULL, NULL, &err) == CVCUDA_OK,
 		  "nq 0 with NULL pointers");
 	lib->free(bc);
 	lib->free(bv);
@@ -563,11 +641,11 @@ run_stop_check(const Library *lib)
 	CvCudaBuffer *bo = upload(lib, off, sizeof(off));
 
 	lib->set_stop_check(always_stop, &calls);
-	check(lib->search(bc, 2, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 1, ix, dx, NULL, &err) ==
+	check(lib->search(bc, 2, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 1, NULL, ix, dx, NULL, &err) ==
 		  CVCUDA_STOPPED && err.status == CVCUDA_STOPPED && calls > 0,
 		  "a stop check answering stop stops the search (%d calls)", calls);
 	lib->set_stop_check(NULL, NULL);
-	check(lib->search(bc, 2, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 1, ix, dx, NULL, &err) ==
+	check(lib->search(bc, 2, 4, bv, bo, CV_METRIC_L2, q, 1, 2, 1, NULL, ix, dx, NULL, &err) ==
 		  CVCUDA_OK && ix[0] == 2, "without a stop check it runs (nearest row %lld)", ix[0]);
 	lib->free(bc);
 	lib->free(bv);

@@ -199,9 +199,13 @@ typedef struct CvGpuSearchAnswer
 /* Most queries of d dimensions with k hits one request carries (0: not one). */
 extern int	cv_gpu_search_batch_queries(int d, int k, int probes);
 
-/* observe: a cvlattice mirror observes the lists probed (clustervec.observe) */
+/*
+ * given (or NULL): nq x probes list numbers, each query's ascending, to
+ * probe instead of the nearest lists (cvlattice's label conditions).
+ * observe: a cvlattice mirror observes the lists probed (clustervec.observe).
+ */
 extern bool cv_gpu_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries,
-								 int nq, int k, int probes, bool observe,
+								 int nq, int k, int probes, const int32 *given, bool observe,
 								 CvGpuSearchAnswer *answer, CvGpuError *error);
 extern void cv_gpu_search_answer_free(CvGpuSearchAnswer *answer);
 

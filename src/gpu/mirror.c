@@ -207,9 +207,10 @@ take_answer(const char *payload, const CvGpuSearchLayout *at, int nq, int k, int
 /* One search request, written into a staging buffer and answered there. */
 static bool
 send_search(const CvGpuSearchArgs *args, const CvGpuSearchLayout *at, const float *queries,
-			CvGpuSearchAnswer *answer, CvGpuError *error)
+			const int32 *given, CvGpuSearchAnswer *answer, CvGpuError *error)
 {
 	Size		query_bytes = sizeof(float) * (Size) args->nq * args->key.dimensions;
+	Size		payload_bytes = given ? at->total : at->queries + query_bytes;
 	CvGpuRequest request;
 	volatile bool ok = false;
 
@@ -219,7 +220,10 @@ send_search(const CvGpuSearchArgs *args, const CvGpuSearchLayout *at, const floa
 	{
 		memcpy(request.payload, args, sizeof(*args));
 		memcpy(request.payload + at->queries, queries, query_bytes);
-		ok = cv_gpu_run(&request, NULL, 0, at->queries + query_bytes, error, NULL);
+		if (given != NULL)
+			memcpy(request.payload + at->probed, given,
+				   sizeof(int32) * (Size) args->nq * args->probes);
+		ok = cv_gpu_run(&request, NULL, 0, payload_bytes, error, NULL);
 		if (ok)
 			take_answer(request.payload, at, args->nq, args->k, args->probes, answer);
 	}
@@ -233,7 +237,8 @@ send_search(const CvGpuSearchArgs *args, const CvGpuSearchLayout *at, const floa
 
 bool
 cv_gpu_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries, int nq, int k,
-					 int probes, bool observe, CvGpuSearchAnswer *answer, CvGpuError *error)
+					 int probes, const int32 *given, bool observe, CvGpuSearchAnswer *answer,
+					 CvGpuError *error)
 {
 	const MirrorLayout *layout = layout_of(mirror, key, error);
 	CvGpuSearchArgs args = {0};
@@ -247,13 +252,14 @@ cv_gpu_mirror_search(int mirror, const CvGpuMirrorKey *key, const float *queries
 	args.k = k;
 	args.probes = Min(probes, key->lists);
 	args.observe = observe && key->lattice;
+	args.given = given != NULL;
 	cv_search_layout(nq, key->dimensions, k, args.probes, &at);
 	if (at.total > CV_GPU_STAGING_BYTES)
 	{
 		cv_gpu_set_error(error, CV_GPU_ERR_BAD_REQUEST, "search larger than a staging buffer");
 		return false;
 	}
-	if (!send_search(&args, &at, queries, answer, error))
+	if (!send_search(&args, &at, queries, given, answer, error))
 		return false;
 	answer->ends = layout->ends;
 	answer->offsets = layout->offsets;

@@ -21,6 +21,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "gpu/gpu.h"
 #include "ivf/ivf.h"
 #include "ivf/scan_gpu.h"
 #include "ivf/scan_report.h"
@@ -64,6 +65,9 @@ typedef struct CvIvfScanState
 	Size		heap_capacity;
 	CvIvfGpuScan *gpu;			/* the mirror serves the scan while set */
 	CvIvfGpuScan *returned;		/* rows a GPU scan returned, for the CPU to skip */
+	bool		planned;		/* ranked, max_lists and batch are set */
+	bool		keyed;			/* cvlattice label conditions chose the lists */
+	int32	   *keyed_lists;	/* those lists, ascending, for the GPU */
 } CvIvfScanState;
 
 /* NaN (a zero vector under cosine) orders last, as float8 ordering does. */
@@ -219,18 +223,54 @@ scan_list_limit(const CvIvfScanState *state)
 	return cvivf_scan_limit(lists);
 }
 
-/* The lists the CPU scan reads, in order, and how many it may read. */
+/* The lists the CPU scan reads, in order, and how many it may read (once per scan). */
 static void
 plan_cpu_scan(IndexScanDesc scan, CvIvfScanState *state)
 {
+	if (state->planned)
+		return;
+	state->planned = true;
 	if (cvlattice_is(&state->meta))
 	{
-		cvlattice_plan_scan(scan, &state->meta, state->query_is_null ? NULL : state->query,
-							&state->ranked, &state->max_lists, &state->batch);
+		state->keyed = cvlattice_plan_scan(scan, &state->meta,
+										   state->query_is_null ? NULL : state->query,
+										   &state->ranked, &state->max_lists, &state->batch);
 		return;
 	}
 	rank_lists(scan->indexRelation, state);
 	state->max_lists = scan_list_limit(state);
+}
+
+static int
+compare_int32(const void *a, const void *b)
+{
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A cvlattice scan whose label conditions chose its lists: the GPU reads
+ * exactly those (all at once, as the CPU does), or the CPU does when the
+ * key is not on the labels only.
+ */
+static void
+start_keyed_lattice_scan(IndexScanDesc scan, CvIvfScanState *state)
+{
+	plan_cpu_scan(scan, state);
+	if (!state->keyed || state->query_is_null || state->max_lists == 0 ||
+		state->max_lists > CV_GPU_SEARCH_MAX_K)
+	{
+		cv_scan_report(CV_SCAN_CPU_LATTICE);
+		return;
+	}
+	state->keyed_lists = palloc(sizeof(int32) * state->max_lists);
+	for (int i = 0; i < state->max_lists; i++)
+		state->keyed_lists[i] = state->ranked[i].list;
+	qsort(state->keyed_lists, state->max_lists, sizeof(int32), compare_int32);
+	state->gpu = cvivf_gpu_scan_begin(scan->indexRelation, &state->meta, state->query,
+									  state->max_lists, state->keyed_lists);
 }
 
 /* Reads the next batch of lists into the heap; false when none is left. */
@@ -274,12 +314,11 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 	state->started = true;
 	pgstat_count_index_scan(scan->indexRelation);
 	state->batch = cvivf_probes;
-	/* label conditions read exactly their lists, which the GPU is not told of */
 	if (cvlattice_is(&state->meta) && scan->numberOfKeys > 0)
-		cv_scan_report(CV_SCAN_CPU_LATTICE);
+		start_keyed_lattice_scan(scan, state);
 	else if (!state->query_is_null)
 		state->gpu = cvivf_gpu_scan_begin(scan->indexRelation, &state->meta, state->query,
-										  Min(cvivf_probes, (int) state->meta.lists));
+										  Min(cvivf_probes, (int) state->meta.lists), NULL);
 	if (state->gpu == NULL)
 		plan_cpu_scan(scan, state);
 }
@@ -293,7 +332,9 @@ static void
 continue_on_cpu(IndexScanDesc scan, CvIvfScanState *state, CvIvfGpuScanResult result)
 {
 	plan_cpu_scan(scan, state);
-	if (result == CVIVF_GPU_LISTS_DONE)
+	if (result == CVIVF_GPU_LISTS_DONE && state->keyed)
+		state->lists_opened = state->max_lists;
+	else if (result == CVIVF_GPU_LISTS_DONE)
 		state->lists_opened = Min(Min(cvivf_probes, (int) state->meta.lists), state->max_lists);
 	else
 		state->returned = state->gpu;

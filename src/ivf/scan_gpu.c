@@ -28,6 +28,7 @@ struct CvIvfGpuScan
 	const CvIvfMetaPageData *meta;
 	const float *query;
 	int			probes;
+	const int32 *lists;			/* the lists to probe, or NULL: the nearest */
 	int			mirror;
 	CvGpuMirrorKey key;
 	CvIvfListEntry *directory;
@@ -44,7 +45,7 @@ struct CvIvfGpuScan
 
 CvIvfGpuScan *
 cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float *query,
-					 int probes)
+					 int probes, const int32 *lists)
 {
 	CvIvfGpuScan *scan;
 	CvGpuMirrorKey key;
@@ -73,6 +74,7 @@ cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta, const float 
 	scan->meta = meta;
 	scan->query = query;
 	scan->probes = Min(probes, (int) meta->lists);
+	scan->lists = lists;
 	scan->mirror = mirror;
 	scan->key = key;
 	scan->directory = palloc(sizeof(CvIvfListEntry) * meta->lists);
@@ -100,7 +102,7 @@ fetch(CvIvfGpuScan *scan, int width)
 	bool		ok;
 
 	ok = cv_gpu_mirror_search(scan->mirror, &scan->key, scan->query, 1, width, scan->probes,
-							  scan->width == 0 && cvlattice_observe,
+							  scan->lists, scan->width == 0 && cvlattice_observe,
 							  &answer, &error);
 	if (ok)
 	{

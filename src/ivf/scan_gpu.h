@@ -20,12 +20,13 @@ typedef enum CvIvfGpuScanResult
 } CvIvfGpuScanResult;
 
 /*
- * A GPU scan of the probes nearest lists, when the worker serves and the
+ * A GPU scan of the probes nearest lists, or of the probes lists in
+ * `lists` (ascending; NULL: the nearest), when the worker serves and the
  * index's current generation is mirrored; NULL otherwise (a missing mirror
  * is then made in the background).
  */
 extern CvIvfGpuScan *cvivf_gpu_scan_begin(Relation index, const CvIvfMetaPageData *meta,
-										  const float *query, int probes);
+										  const float *query, int probes, const int32 *lists);
 
 extern CvIvfGpuScanResult cvivf_gpu_scan_next(CvIvfGpuScan *scan, ItemPointer tid,
 											  double *distance);

@@ -39,7 +39,7 @@ static const char *const why[CV_SCAN_OUTCOMES] = {
 	[CV_SCAN_CPU_NO_WORKER] = "no GPU worker is ready",
 	[CV_SCAN_CPU_NO_MIRROR] = "no mirror of the index yet (one is being made)",
 	[CV_SCAN_CPU_EMPTY] = "the index was built on an empty table",
-	[CV_SCAN_CPU_LATTICE] = "label conditions are served on the CPU",
+	[CV_SCAN_CPU_LATTICE] = "its cvlattice scan keys are not label conditions the GPU takes",
 	[CV_SCAN_CPU_FAILED] = "the GPU worker failed the request",
 	[CV_SCAN_CPU_BUSY] = "the GPU worker was busy past clustervec.gpu_max_wait",
 };

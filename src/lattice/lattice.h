@@ -135,7 +135,8 @@ extern double cvlattice_exact_mean(Relation index, const CvIvfMetaPageData *meta
 extern bool cvlatticevalidate(Oid opclassoid);
 
 /* scan.c (lattice): which lists a scan reads, and in what order */
-extern void cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta,
+/* true when label conditions chose the lists (all read at once) */
+extern bool cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta,
 								const float *query, CvIvfRankedList **ranked, int *max_lists,
 								int *batch);
 

@@ -212,7 +212,7 @@ rank_lists(Relation index, const CvIvfMetaPageData *meta, const float *query,
  * Plans a scan: *ranked the lists in reading order, *max_lists how many it
  * may read, *batch how many it opens at once.
  */
-void
+bool
 cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta, const float *query,
 					CvIvfRankedList **ranked, int *max_lists, int *batch)
 {
@@ -229,8 +229,9 @@ cvlattice_plan_scan(IndexScanDesc scan, const CvIvfMetaPageData *meta, const flo
 		/* exact within the labels asked for: every list of theirs at once */
 		*max_lists = count;
 		*batch = Max(count, 1);
-		return;
+		return true;
 	}
 	*max_lists = cvivf_scan_limit(count);
 	*batch = cvivf_probes;
+	return false;
 }

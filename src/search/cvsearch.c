@@ -205,7 +205,7 @@ search_batch(BatchSearch *s, int first, int nq, int width, bool first_ask, Query
 	CvGpuError	error = {0};
 
 	if (!cv_gpu_mirror_search(s->mirror, &s->key, s->queries + (Size) first * s->meta.dimensions,
-							  nq, width, s->probes, first_ask && cvlattice_observe, &answer,
+							  nq, width, s->probes, NULL, first_ask && cvlattice_observe, &answer,
 							  &error))
 	{
 		cv_gpu_fall_back("cvsearch", &error);

@@ -39,7 +39,7 @@ typedef struct CudaLibrary
 								  CvCudaError *);
 	CvCudaStatus (*ivf_search) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								const CvCudaBuffer *, int, const float *, int, int, int,
-								long long *, double *, int *, CvCudaError *);
+								const int *, long long *, double *, int *, CvCudaError *);
 	void		(*set_stop_check) (CvCudaStopCheck, void *);
 	CvCudaStatus (*list_observe) (const CvCudaBuffer *, int, int, const CvCudaBuffer *,
 								  const CvCudaBuffer *, int, const int *, int, CvCudaBuffer *,

@@ -371,8 +371,8 @@ checked_search(const CvGpuSlot *slot, CvGpuSearchArgs *args, CvGpuSearchLayout *
 	cv_search_layout(Max(args->nq, 0), info->key.dimensions, Max(args->k, 0),
 					 Max(args->probes, 0), layout);
 	if (args->nq < 1 || args->k < 1 || args->probes < 1 || args->probes > info->key.lists ||
-		slot->payload_bytes != layout->queries +
-		sizeof(float) * (Size) args->nq * info->key.dimensions ||
+		slot->payload_bytes != (args->given ? layout->total : layout->queries +
+								sizeof(float) * (Size) args->nq * info->key.dimensions) ||
 		layout->total > cv_worker_payload_capacity(slot))
 	{
 		*bad = "search request of an invalid size";
@@ -418,7 +418,9 @@ mirror_search(CvGpuSlot *slot, char *payload, CvCudaError *err, const char **bad
 	status = cv_cuda.ivf_search(w->centroids, info->key.lists, info->key.dimensions, w->vectors,
 								w->offsets, info->key.metric,
 								(const float *) (payload + layout.queries), args.nq, args.k,
-								args.probes, (long long *) tids,
+								args.probes,
+								args.given ? (const int *) (payload + layout.probed) : NULL,
+								(long long *) tids,
 								(double *) (payload + layout.distances),
 								(int *) (payload + layout.probed), err);
 	if (status != CVCUDA_OK)
@@ -496,7 +498,9 @@ cv_worker_join_searches(int lead, int *joined, int max)
 	int64		queries;
 	int			count = 0;
 
-	if (!search_args_of(&cv_gpu_shared->slots[lead], &lead_args) || lead_args.nq < 1)
+	/* a search within given lists runs alone */
+	if (!search_args_of(&cv_gpu_shared->slots[lead], &lead_args) || lead_args.nq < 1 ||
+		lead_args.given)
 		return 0;
 	queries = lead_args.nq;
 	SpinLockAcquire(&cv_gpu_shared->mutex);
@@ -506,7 +510,7 @@ cv_worker_join_searches(int lead, int *joined, int max)
 
 		if (i == lead || slot->state != CV_SLOT_SUBMITTED ||
 			slot->generation != cv_gpu_shared->worker_generation ||
-			!search_args_of(slot, &args) || args.mirror != lead_args.mirror ||
+			!search_args_of(slot, &args) || args.given || args.mirror != lead_args.mirror ||
 			args.probes != lead_args.probes || !same_key(&args.key, &lead_args.key) ||
 			args.nq < 1 || queries + args.nq > BATCH_MAX_QUERIES)
 			continue;
@@ -608,7 +612,7 @@ launch_batch(BatchPart *parts, int count, int valid, int64 total, int k_max)
 			memcpy(queries + parts[i].first * d, cv_worker_payload(parts[i].slot) +
 				   parts[i].layout.queries, sizeof(float) * parts[i].args.nq * d);
 	status = cv_cuda.ivf_search(w->centroids, info->key.lists, d, w->vectors, w->offsets,
-								info->key.metric, queries, (int) total, k_max, probes,
+								info->key.metric, queries, (int) total, k_max, probes, NULL,
 								positions, distances, probed, &err);
 	for (int i = 0; i < count; i++)
 		if (parts[i].valid && status == CVCUDA_OK)

@@ -82,6 +82,7 @@ typedef struct CvGpuSearchArgs
 	int32		k;
 	int32		probes;
 	int32		observe;		/* cvlattice mirror: observe the probed lists */
+	int32		given;			/* 1: probe the lists written in the answer's probed area */
 } CvGpuSearchArgs;
 
 /*
@@ -89,6 +90,8 @@ typedef struct CvGpuSearchArgs
  * arguments, the queries (nq x d float4), then the answer: nq x k heap
  * TIDs (int8, -1: none), nq x k distances (float8), nq x probes probed
  * lists (int4).  The answer never overlaps the queries the library reads.
+ * A search with given lists (CvGpuSearchArgs.given) carries them in the
+ * probed area, where the answer returns them unchanged.
  */
 typedef struct CvGpuSearchLayout
 {

@@ -84,8 +84,37 @@ my $explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id F
 like(sql("SET enable_seqscan = off; " . sprintf($explain, '')),
 	qr/clustervec: 1 index scan on the GPU worker/, 'EXPLAIN ANALYZE: the GPU served the scan');
 like(sql("SET enable_seqscan = off; " . sprintf($explain, 'WHERE c = 3')),
-	qr/label conditions are served on the CPU/,
-	'EXPLAIN ANALYZE: a label-filtered scan ran on the CPU, and says why');
+	qr/clustervec: 1 index scan on the GPU worker/,
+	'EXPLAIN ANALYZE: the GPU served a label-filtered scan');
+
+# label conditions: the GPU reads exactly those lists, as the CPU does
+sub filtered_answers
+{
+	my ($op, $where, $settings) = @_;
+	return sql(qq{
+SET enable_seqscan = off; SET clustervec.probes = 1; $settings
+SELECT string_agg(qid || ':' || ids, ' ' ORDER BY qid) FROM (
+	SELECT q.qid, (SELECT string_agg(id || '/' || round(dist::numeric, 10), ',' ORDER BY dist, id)
+		FROM (SELECT t.id, t.v $op q.v AS dist FROM t WHERE $where
+			ORDER BY t.v $op q.v LIMIT 25) x) AS ids
+	FROM q) y});
+}
+for my $case (['<->', 't.c = (q.qid * 7) % 30'], ['<=>', 't.c = (q.qid * 7) % 30'],
+	['<->', 't.c = ANY (ARRAY[q.qid % 30, (q.qid + 11) % 30])'], ['<->', 't.c = 999'])
+{
+	my ($op, $where) = @$case;
+	my $gpu = filtered_answers($op, $where, '');
+	is($gpu, filtered_answers($op, $where, 'SET clustervec.gpu = off;'),
+		"$op WHERE $where: the GPU answers as the CPU path");
+}
+is(filtered_answers('<->', 't.c = (q.qid * 7) % 30', ''),
+	sql(qq{SET enable_indexscan = off; SET enable_bitmapscan = off;
+SELECT string_agg(qid || ':' || ids, ' ' ORDER BY qid) FROM (
+	SELECT q.qid, (SELECT string_agg(id || '/' || round(dist::numeric, 10), ',' ORDER BY dist, id)
+		FROM (SELECT t.id, t.v <-> q.v AS dist FROM t WHERE t.c = (q.qid * 7) % 30
+			ORDER BY t.v <-> q.v, t.id LIMIT 25) x) AS ids
+	FROM q) y}),
+	'label-filtered GPU answers equal exact search within the label');
 
 # ------------------------------------------------------------ observed health
 sql("SELECT cluster_health_observed_reset('t_l2')");
