@@ -135,9 +135,13 @@ typedef struct CvIvfSlot
 
 /*
  * A list's reuse entry.  first_dead: no slot before it (in chain order) is
- * dead.  dead_tail: every slot from it to the end of the chain is dead, so
- * every live tuple lies before it; invalid when unknown or none.  Both are
- * changed only under the list's directory page lock.
+ * dead.  dead_tail: the start of the list's dead tail, the slots after its
+ * last live tuple when VACUUM looked; invalid when unknown or none.  Inserts
+ * fill the first dead slot, so the tail fills in chain order: its live slots
+ * are always a prefix of it, before every dead one.  first_dead is moved on
+ * lazily (when a fill's search crossed a page); when it moves into the
+ * tail, dead_tail moves with it.  Both change only under the list's
+ * directory page lock, and with the fill that moves them.
  */
 typedef struct CvIvfReuseEntry
 {
@@ -258,7 +262,7 @@ extern void cvivf_walk_chain(Relation index, BlockNumber block, BufferAccessStra
 							 CvIvfPageVisitor visitor, void *arg);
 extern uint16 cvivf_page_kind(Relation index, BlockNumber block, BufferAccessStrategy strategy);
 extern bool cvivf_find_dead_slot(Relation index, const CvIvfMetaPageData *meta, CvIvfSlot from,
-								 CvIvfSlot *found);
+								 CvIvfSlot watch, CvIvfSlot *found, bool *passed);
 extern BlockNumber *cvivf_slot_pages(Relation index, const CvIvfMetaPageData *meta,
 									 CvIvfSlot slot, int *count, CvIvfSlot *next);
 extern bool cvivf_read_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,

@@ -497,15 +497,9 @@ typedef struct SlotFill
 	Size	   *page_pos;		/* where on page i the slot's bytes start */
 	Size	   *tuple_pos;		/* which of the tuple's bytes go there */
 	Size	   *bytes;
-	Buffer		reuse;
-	CvIvfReuseEntry entry;		/* the list's reuse entry once the slot is filled */
+	Buffer		reuse;			/* InvalidBuffer: the reuse entry stays */
+	CvIvfReuseEntry entry;		/* else the list's reuse entry once the slot is filled */
 } SlotFill;
-
-static bool
-slot_equal(CvIvfSlot a, CvIvfSlot b)
-{
-	return BlockNumberIsValid(a.block) && a.block == b.block && a.offset == b.offset;
-}
 
 /* Locks the reuse page holding the list's entry. */
 static Buffer
@@ -580,15 +574,16 @@ write_slot_part(const TupleAppend *append, const SlotFill *fill, Page page, int 
 
 /*
  * Writes the tuple into the slot.  The header page goes last, in the record
- * that also counts the tuple in the directory and moves the reuse entry
- * on: until then the header still says dead, so scans skip the slot
- * whatever its continuation pages hold, and a crash leaves it dead.
+ * that also counts the tuple in the directory (and moves the reuse entry
+ * on, when it moves): until then the header still says dead, so scans skip
+ * the slot whatever its continuation pages hold, and a crash leaves it dead.
  */
 static void
 write_fill(const TupleAppend *append, const CvIvfMetaPageData *meta, int list, SlotFill *fill)
 {
 	int			in_link = Min(fill->count - 1,
-							  MAX_GENERIC_XLOG_PAGES - 3 - (append->extra != NULL ? 1 : 0));
+							  MAX_GENERIC_XLOG_PAGES - 2 - (BufferIsValid(fill->reuse) ? 1 : 0) -
+							  (append->extra != NULL ? 1 : 0));
 	GenericXLogState *state;
 	char	   *entry;
 
@@ -604,8 +599,9 @@ write_fill(const TupleAppend *append, const CvIvfMetaPageData *meta, int list, S
 								  meta, list);
 	for (int i = 0; i <= in_link; i++)
 		write_slot_part(append, fill, GenericXLogRegisterBuffer(state, fill->bufs[i], 0), i);
-	memcpy(cvivf_reuse_entry(GenericXLogRegisterBuffer(state, fill->reuse, 0), list),
-		   &fill->entry, sizeof(fill->entry));
+	if (BufferIsValid(fill->reuse))
+		memcpy(cvivf_reuse_entry(GenericXLogRegisterBuffer(state, fill->reuse, 0), list),
+			   &fill->entry, sizeof(fill->entry));
 	((CvIvfListEntry *) entry)->tuples++;
 	if (append->extra != NULL)
 		append->extra->apply(GenericXLogRegisterBuffer(state, append->extra_buf, 0), entry,
@@ -615,9 +611,13 @@ write_fill(const TupleAppend *append, const CvIvfMetaPageData *meta, int list, S
 
 /*
  * Fills the list's first dead slot with the tuple; false when the list has
- * none (the caller appends).  *bump: the slot was not in the list's dead
- * tail, so the generation must go up (see cvivf_append_tuple_extra).
- * Runs under the list's directory page lock, like every change of the list.
+ * none (the caller appends).  *bump: the slot lies before the list's dead
+ * tail, so the generation must go up (see cvivf_append_tuple_extra); the
+ * search from first_dead tells, since first_dead never passes dead_tail
+ * without moving it along.  The reuse entry is rewritten only when the
+ * search crossed a page or the chain ends after the slot, so most fills
+ * change two pages, as appends do.  Runs under the list's directory page
+ * lock, like every change of the list.
  */
 static bool
 fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list, bool *bump)
@@ -625,11 +625,13 @@ fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list, boo
 	Relation	index = append->index;
 	CvIvfReuseEntry entry;
 	SlotFill	fill = {0};
+	bool		in_tail;
 
 	if (!cvivf_read_reuse_entry(index, meta, list, &entry) ||
 		!BlockNumberIsValid(entry.first_dead.block))
 		return false;
-	if (!cvivf_find_dead_slot(index, meta, entry.first_dead, &fill.slot))
+	if (!cvivf_find_dead_slot(index, meta, entry.first_dead, entry.dead_tail, &fill.slot,
+							  &in_tail))
 	{
 		CvIvfReuseEntry none = {{InvalidBlockNumber, 0}, {InvalidBlockNumber, 0}};
 
@@ -637,21 +639,25 @@ fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list, boo
 		return false;
 	}
 	fill.blocks = cvivf_slot_pages(index, meta, fill.slot, &fill.count, &fill.next);
-	/* the next dead slot is after this one; the dead tail moves on when this starts it */
-	fill.entry.first_dead = fill.next;
-	fill.entry.dead_tail = entry.dead_tail;
-	*bump = !slot_equal(fill.slot, entry.dead_tail);
-	if (!*bump)
-		fill.entry.dead_tail = fill.next;
+	*bump = !in_tail;
+	fill.reuse = InvalidBuffer;
+	if (fill.slot.block != entry.first_dead.block || !BlockNumberIsValid(fill.next.block))
+	{
+		/* the next dead slot is after this one; in the tail, all after it are dead */
+		fill.entry.first_dead = fill.next;
+		fill.entry.dead_tail = in_tail ? fill.next : entry.dead_tail;
+	}
 	lock_slot_pages(append, &fill);
 	if (append->extra != NULL)
 	{
 		append->extra_buf = ReadBuffer(index, append->extra->block);
 		LockBuffer(append->extra_buf, BUFFER_LOCK_EXCLUSIVE);
 	}
-	fill.reuse = lock_reuse_page(index, meta, list);
+	if (fill.slot.block != entry.first_dead.block || !BlockNumberIsValid(fill.next.block))
+		fill.reuse = lock_reuse_page(index, meta, list);
 	write_fill(append, meta, list, &fill);
-	UnlockReleaseBuffer(fill.reuse);
+	if (BufferIsValid(fill.reuse))
+		UnlockReleaseBuffer(fill.reuse);
 	if (append->extra != NULL)
 		UnlockReleaseBuffer(append->extra_buf);
 	for (int i = 0; i < fill.count; i++)

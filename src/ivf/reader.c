@@ -428,10 +428,12 @@ cvivf_page_kind(Relation index, BlockNumber block, BufferAccessStrategy strategy
 	return kind;
 }
 
-/* Stops a walk at the first dead tuple. */
+/* Stops a walk at the first dead tuple, noting whether it met the watched slot. */
 typedef struct DeadSearch
 {
 	ListWalk   *walk;
+	CvIvfSlot	watch;
+	bool		passed;
 	CvIvfSlot	found;
 } DeadSearch;
 
@@ -441,6 +443,8 @@ stop_at_dead(const CvIvfTupleHeader *header, const float *vector pg_attribute_un
 {
 	DeadSearch *search = (DeadSearch *) arg;
 
+	if (block == search->watch.block && offset == search->watch.offset)
+		search->passed = true;
 	if (!(header->flags & CVIVF_TUPLE_DEAD))
 		return;
 	search->found.block = block;
@@ -450,21 +454,24 @@ stop_at_dead(const CvIvfTupleHeader *header, const float *vector pg_attribute_un
 
 /*
  * The first dead slot of a chain at or after the slot from; false when
- * there is none.  The caller holds the list's directory page lock, so no
- * slot of the list changes state meanwhile.
+ * there is none.  *passed: the walk met the slot watch on the way (or
+ * found it).  The caller holds the list's directory page lock, so no slot
+ * of the list changes state meanwhile.
  */
 bool
 cvivf_find_dead_slot(Relation index, const CvIvfMetaPageData *meta, CvIvfSlot from,
-					 CvIvfSlot *found)
+					 CvIvfSlot watch, CvIvfSlot *found, bool *passed)
 {
 	ListWalk	walk;
 	DeadSearch	search = {0};
 
 	search.walk = &walk;
+	search.watch = watch;
 	search.found.block = InvalidBlockNumber;
 	init_walk(&walk, meta, true, stop_at_dead, NULL, &search);
 	walk_list(index, &walk, from.block, from.offset, NULL);
 	*found = search.found;
+	*passed = search.passed;
 	return BlockNumberIsValid(found->block);
 }
 
