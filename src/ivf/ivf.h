@@ -361,5 +361,7 @@ extern bool cvivfvalidate(Oid opclassoid);
 
 /* introspect.c */
 extern void cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblocks);
+extern void cvivf_verify_reuse(Relation index, const CvIvfMetaPageData *meta, int list,
+							   const CvIvfListEntry *entry);
 
 #endif
