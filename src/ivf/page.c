@@ -53,7 +53,12 @@ cvivf_page_free_bytes(Page page)
 	return ((PageHeader) page)->pd_upper - ((PageHeader) page)->pd_lower;
 }
 
-/* Extends the fork by one page, returned locked exclusively. */
+/*
+ * Extends the fork by one page, returned locked exclusively.  The page is
+ * locked before the extension lock goes (as GIN and GiST do), so VACUUM,
+ * which counts the blocks under the extension lock, can never lock a new
+ * page before its extender and take it for one nobody writes.
+ */
 Buffer
 cvivf_extend(Relation index, ForkNumber fork, bool lock_extension)
 {
@@ -62,9 +67,9 @@ cvivf_extend(Relation index, ForkNumber fork, bool lock_extension)
 	if (lock_extension)
 		LockRelationForExtension(index, ExclusiveLock);
 	buf = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	if (lock_extension)
 		UnlockRelationForExtension(index, ExclusiveLock);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	return buf;
 }
 

@@ -21,6 +21,7 @@
 #include "commands/vacuum.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
+#include "storage/lmgr.h"
 #include "utils/rel.h"
 
 #include "ivf/ivf.h"
@@ -305,7 +306,10 @@ cvivf_bulkdelete_lists(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	state.stats = stats;
 	state.dead_capacity = 1024;
 	state.dead = palloc(sizeof(DeadTuple) * state.dead_capacity);
+	/* every page below nblocks is locked by its extender or written (cvivf_extend) */
+	LockRelationForExtension(index, ExclusiveLock);
 	state.nblocks = RelationGetNumberOfBlocks(index);
+	UnlockRelationForExtension(index, ExclusiveLock);
 	state.reached = palloc0(sizeof(bool) * Max(state.nblocks, 1));
 	reclaim.walk = &state;
 	reclaim.last_pages = palloc(sizeof(BlockNumber) * Max(meta.lists, 1));
