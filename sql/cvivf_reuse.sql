@@ -17,7 +17,7 @@ SELECT 'first build' AS stage, pg_relation_size('reuse_ivf') AS ivf,
 
 -- The index's answers at full probes against exact search: top 10 of each
 -- query by distance (ties accepted), and every row found once.
-CREATE FUNCTION reuse_answers(idx text, q cvec, use_index bool) RETURNS float8[]
+CREATE FUNCTION reuse_answers(q cvec, use_index bool) RETURNS float8[]
 LANGUAGE plpgsql AS $$
 DECLARE
 	result float8[];
@@ -42,8 +42,8 @@ BEGIN
 END $$;
 CREATE FUNCTION reuse_exact() RETURNS TABLE(queries bigint, exact bigint, all_found bool)
 LANGUAGE sql AS $$
-	SELECT count(*), count(*) FILTER (WHERE reuse_answers('reuse_ivf', q.v, true) =
-	                                         reuse_answers('reuse_ivf', q.v, false)),
+	SELECT count(*), count(*) FILTER (WHERE reuse_answers(q.v, true) =
+	                                         reuse_answers(q.v, false)),
 	       (SELECT row(a.*) = row(b.*) FROM reuse_all_found(true) a, reuse_all_found(false) b)
 	FROM reuse_src q WHERE q.id % 9973 = 1
 $$;

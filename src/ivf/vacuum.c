@@ -22,6 +22,7 @@
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "ivf/ivf.h"
@@ -186,6 +187,7 @@ typedef struct ReclaimState
 	BlockNumber *last_pages;	/* per list, InvalidBlockNumber: empty then */
 	BlockNumber *candidates;
 	int			count;
+	int			capacity;
 	BlockNumber free_pages;		/* reclaimed before, or now */
 	BlockNumber reclaimed;
 } ReclaimState;
@@ -200,7 +202,8 @@ find_candidates(Relation index, ReclaimState *r, BufferAccessStrategy strategy)
 {
 	BulkDeleteState *walk = r->walk;
 
-	r->candidates = palloc(sizeof(BlockNumber) * Max(walk->nblocks, 1));
+	r->capacity = 64;
+	r->candidates = palloc(sizeof(BlockNumber) * r->capacity);
 	for (BlockNumber block = CVIVF_METAPAGE_BLKNO + 1; block < walk->nblocks; block++)
 	{
 		uint16		kind;
@@ -214,7 +217,14 @@ find_candidates(Relation index, ReclaimState *r, BufferAccessStrategy strategy)
 			r->free_pages++;
 		}
 		else if (kind == CVIVF_PAGE_DATA || kind == 0)
+		{
+			if (r->count == r->capacity)
+			{
+				r->capacity *= 2;
+				r->candidates = repalloc_huge(r->candidates, sizeof(BlockNumber) * r->capacity);
+			}
 			r->candidates[r->count++] = block;
+		}
 		vacuum_delay_point();
 	}
 }
@@ -310,7 +320,8 @@ cvivf_bulkdelete_lists(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	LockRelationForExtension(index, ExclusiveLock);
 	state.nblocks = RelationGetNumberOfBlocks(index);
 	UnlockRelationForExtension(index, ExclusiveLock);
-	state.reached = palloc0(sizeof(bool) * Max(state.nblocks, 1));
+	state.reached = MemoryContextAllocHuge(CurrentMemoryContext, Max(state.nblocks, 1));
+	memset(state.reached, 0, Max(state.nblocks, 1));
 	reclaim.walk = &state;
 	reclaim.last_pages = palloc(sizeof(BlockNumber) * Max(meta.lists, 1));
 	for (uint32 list = 0; list < meta.lists; list++)
@@ -330,6 +341,11 @@ cvivf_bulkdelete_lists(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	reclaim_pages(info, &meta, &reclaim);
 	if (reclaim.free_pages > 0)
 		IndexFreeSpaceMapVacuum(index);
+	pfree(state.dead);
+	pfree(state.reached);
+	pfree(reclaim.last_pages);
+	if (reclaim.candidates != NULL)
+		pfree(reclaim.candidates);
 	stats->tuples_removed += removed_total;
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->pages_newly_deleted += reclaim.reclaimed;
