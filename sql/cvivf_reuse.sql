@@ -10,14 +10,18 @@ FROM generate_series(1, 100000) i, generate_series(1, 8) j GROUP BY i;
 CREATE TABLE reuse (id int, label int, v cvec(8));
 INSERT INTO reuse SELECT * FROM reuse_src;
 CREATE INDEX reuse_ivf ON reuse USING cvivf (v) WITH (lists = 100);
-CREATE INDEX reuse_lat ON reuse USING cvlattice (v, label);
+-- cvlattice on a table of its own (the planner would take cvivf for plain
+-- ORDER BY queries): the first 20,000 rows, 7 labels
+CREATE TABLE lreuse (id int, label int, v cvec(8));
+INSERT INTO lreuse SELECT * FROM reuse_src WHERE id <= 20000;
+CREATE INDEX lreuse_lat ON lreuse USING cvlattice (v, label);
 CREATE TABLE reuse_sizes AS
 SELECT 'first build' AS stage, pg_relation_size('reuse_ivf') AS ivf,
-	pg_relation_size('reuse_lat') AS lat;
+	pg_relation_size('lreuse_lat') AS lat;
 
--- The index's answers at full probes against exact search: top 10 of each
--- query by distance (ties accepted), and every row found once.
-CREATE FUNCTION reuse_answers(q cvec, use_index bool) RETURNS float8[]
+-- A table's answers at full probes against exact search: the top 10 of
+-- each query by distance (ties accepted), and every row found once.
+CREATE FUNCTION reuse_answers(tab text, q cvec, use_index bool) RETURNS float8[]
 LANGUAGE plpgsql AS $$
 DECLARE
 	result float8[];
@@ -26,25 +30,25 @@ BEGIN
 	PERFORM set_config('enable_seqscan', (NOT use_index)::text, true);
 	PERFORM set_config('enable_indexscan', use_index::text, true);
 	PERFORM set_config('enable_bitmapscan', 'off', true);
-	SELECT array_agg(d) INTO result
-	FROM (SELECT v <-> q AS d FROM reuse ORDER BY v <-> q LIMIT 10) s;
+	EXECUTE format('SELECT array_agg(d) FROM (SELECT v <-> %L AS d FROM %I ORDER BY v <-> %L LIMIT 10) s',
+	               q, tab, q) INTO result;
 	RETURN result;
 END $$;
-CREATE FUNCTION reuse_all_found(use_index bool) RETURNS TABLE(n bigint, ids bigint, sum_ids bigint)
+CREATE FUNCTION reuse_all_found(tab text, use_index bool) RETURNS TABLE(n bigint, ids bigint, sum_ids bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
 	PERFORM set_config('clustervec.probes', '200', true);
 	PERFORM set_config('enable_seqscan', (NOT use_index)::text, true);
 	PERFORM set_config('enable_indexscan', use_index::text, true);
 	PERFORM set_config('enable_bitmapscan', 'off', true);
-	RETURN QUERY SELECT count(*), count(DISTINCT s.id), sum(s.id)
-		FROM (SELECT r.id FROM reuse r ORDER BY r.v <-> '[25,25,25,25,25,25,25,25]' LIMIT 1000000) s;
+	RETURN QUERY EXECUTE format('SELECT count(*), count(DISTINCT s.id), sum(s.id)
+		FROM (SELECT id FROM %I ORDER BY v <-> %L LIMIT 1000000) s', tab, '[25,25,25,25,25,25,25,25]');
 END $$;
-CREATE FUNCTION reuse_exact() RETURNS TABLE(queries bigint, exact bigint, all_found bool)
+CREATE FUNCTION reuse_exact(tab text) RETURNS TABLE(queries bigint, exact bigint, all_found bool)
 LANGUAGE sql AS $$
-	SELECT count(*), count(*) FILTER (WHERE reuse_answers(q.v, true) =
-	                                         reuse_answers(q.v, false)),
-	       (SELECT row(a.*) = row(b.*) FROM reuse_all_found(true) a, reuse_all_found(false) b)
+	SELECT count(*), count(*) FILTER (WHERE reuse_answers(tab, q.v, true) =
+	                                         reuse_answers(tab, q.v, false)),
+	       (SELECT row(a.*) = row(b.*) FROM reuse_all_found(tab, true) a, reuse_all_found(tab, false) b)
 	FROM reuse_src q WHERE q.id % 9973 = 1
 $$;
 -- The lattice lists' centroids are their live members' means: exact after
@@ -53,53 +57,65 @@ $$;
 CREATE FUNCTION reuse_means() RETURNS TABLE(lists bigint, members numeric, means_agree bool)
 LANGUAGE sql AS $$
 	SELECT count(*), sum(l.members), max(l.centroid <-> a.mean) < 1e-3
-	FROM cvlattice_lists('reuse_lat') l
-	FULL JOIN (SELECT label::text, count(*) AS n, avg(v) AS mean FROM reuse GROUP BY label) a
+	FROM cvlattice_lists('lreuse_lat') l
+	FULL JOIN (SELECT label::text, count(*) AS n, avg(v) AS mean FROM lreuse GROUP BY label) a
 	     ON l.label = a.label AND l.members = a.n
 $$;
-SELECT * FROM reuse_exact();
+EXPLAIN (COSTS OFF) SELECT id FROM reuse ORDER BY v <-> '[1,1,1,1,1,1,1,1]' LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT id FROM lreuse ORDER BY v <-> '[1,1,1,1,1,1,1,1]' LIMIT 10;
+SELECT * FROM reuse_exact('reuse');
+SELECT * FROM reuse_exact('lreuse');
 
 -- Delete every row, VACUUM, insert the same rows again: both indexes stay
 -- within 10% of their size after the build.
 DELETE FROM reuse;
-VACUUM reuse;
+DELETE FROM lreuse;
+VACUUM reuse, lreuse;
 SELECT sum(tuples) FROM cvivf_lists('reuse_ivf');
 INSERT INTO reuse SELECT * FROM reuse_src;
+INSERT INTO lreuse SELECT * FROM reuse_src WHERE id <= 20000;
 INSERT INTO reuse_sizes
-SELECT 'delete all, reinsert', pg_relation_size('reuse_ivf'), pg_relation_size('reuse_lat');
+SELECT 'delete all, reinsert', pg_relation_size('reuse_ivf'), pg_relation_size('lreuse_lat');
 SELECT s.stage, s.ivf <= 1.1 * f.ivf AS ivf_within_10pct, s.lat <= 1.1 * f.lat AS lat_within_10pct
 FROM reuse_sizes s, reuse_sizes f WHERE f.stage = 'first build'
 ORDER BY s.stage;
-SELECT cvivf_verify('reuse_ivf'), cvlattice_verify('reuse_lat');
+SELECT cvivf_verify('reuse_ivf'), cvlattice_verify('lreuse_lat');
 SELECT sum(tuples) FROM cvivf_lists('reuse_ivf');
 SELECT * FROM reuse_means();
-SELECT * FROM reuse_exact();
+SELECT * FROM reuse_exact('reuse');
+SELECT * FROM reuse_exact('lreuse');
 
 -- Delete 30% spread over every list, VACUUM, reinsert: the rows go back
 -- into the slots of their lists, and neither index grows.
 DELETE FROM reuse WHERE id % 10 < 3;
-VACUUM reuse;
+DELETE FROM lreuse WHERE id % 10 < 3;
+VACUUM reuse, lreuse;
 DELETE FROM reuse_sizes;
 INSERT INTO reuse_sizes
-SELECT 'after vacuum', pg_relation_size('reuse_ivf'), pg_relation_size('reuse_lat');
+SELECT 'after vacuum', pg_relation_size('reuse_ivf'), pg_relation_size('lreuse_lat');
 INSERT INTO reuse SELECT * FROM reuse_src WHERE id % 10 < 3;
+INSERT INTO lreuse SELECT * FROM reuse_src WHERE id % 10 < 3 AND id <= 20000;
 SELECT pg_relation_size('reuse_ivf') = ivf AS ivf_same_size,
-	pg_relation_size('reuse_lat') = lat AS lat_same_size
+	pg_relation_size('lreuse_lat') = lat AS lat_same_size
 FROM reuse_sizes;
-SELECT cvivf_verify('reuse_ivf'), cvlattice_verify('reuse_lat');
+SELECT cvivf_verify('reuse_ivf'), cvlattice_verify('lreuse_lat');
 SELECT sum(tuples) FROM cvivf_lists('reuse_ivf');
 SELECT * FROM reuse_means();
-SELECT * FROM reuse_exact();
+SELECT * FROM reuse_exact('reuse');
+SELECT * FROM reuse_exact('lreuse');
 
 -- More rows than were freed: the slots fill, then the lists grow at the end.
 DELETE FROM reuse WHERE id % 10 = 5;
-VACUUM reuse;
+DELETE FROM lreuse WHERE id % 10 = 5;
+VACUUM reuse, lreuse;
 INSERT INTO reuse SELECT id + 100000, label, v FROM reuse_src WHERE id % 5 = 0;
-SELECT cvivf_verify('reuse_ivf'), cvlattice_verify('reuse_lat');
+INSERT INTO lreuse SELECT id + 100000, label, v FROM reuse_src WHERE id % 5 = 0 AND id <= 20000;
+SELECT cvivf_verify('reuse_ivf'), cvlattice_verify('lreuse_lat');
 SELECT sum(tuples) = (SELECT count(*) FROM reuse) AS counts_match FROM cvivf_lists('reuse_ivf');
 SELECT * FROM reuse_means();
-SELECT * FROM reuse_exact();
-DROP TABLE reuse, reuse_src, reuse_sizes;
+SELECT * FROM reuse_exact('reuse');
+SELECT * FROM reuse_exact('lreuse');
+DROP TABLE reuse, lreuse, reuse_src, reuse_sizes;
 
 -- Wide vectors: a tuple lies on two or three pages, and a fill writes its
 -- continuation pages before the record that makes it live.
