@@ -758,6 +758,25 @@ cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list
  * --------------------------------------------------------------------- */
 
 /*
+ * Registers the metapage in a record, its pd_lower covering the whole
+ * CvIvfMetaPageData: a metapage written before the reuse fields ends
+ * earlier, and GenericXLog keeps only the bytes below pd_lower (and above
+ * pd_upper), so fields written past it would be lost.  Those bytes are
+ * zero (PageInit), as the reader assumes.
+ */
+static CvIvfMetaPage
+register_whole_meta(GenericXLogState *state, Buffer meta_buf)
+{
+	Page		page = GenericXLogRegisterBuffer(state, meta_buf, 0);
+	Size		lower = (Size) ((char *) CvIvfPageGetMeta(page) - (char *) page) +
+		sizeof(CvIvfMetaPageData);
+
+	if (((PageHeader) page)->pd_lower < lower)
+		((PageHeader) page)->pd_lower = lower;
+	return CvIvfPageGetMeta(page);
+}
+
+/*
  * Makes reuse pages until they cover lists lists, each in one record with
  * the metapage (locked first, as everywhere).  A new page's entries say
  * "no dead slot".
@@ -774,7 +793,7 @@ cvivf_reuse_prepare(Relation index, uint32 lists)
 	{
 		Buffer		buf = cvivf_extend(index, MAIN_FORKNUM, true);
 		GenericXLogState *state = GenericXLogStart(index);
-		CvIvfMetaPage meta = CvIvfPageGetMeta(GenericXLogRegisterBuffer(state, meta_buf, 0));
+		CvIvfMetaPage meta = register_whole_meta(state, meta_buf);
 		Page		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
 		CvIvfReuseEntry none = {{InvalidBlockNumber, 0}, {InvalidBlockNumber, 0}};
 
