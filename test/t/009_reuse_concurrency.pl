@@ -71,7 +71,6 @@ my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM t');
 is(cv_lists_sum($node, 't_ivf'), $rows, "cvivf lists count the table's $rows rows");
 is($node->safe_psql('postgres', q{SELECT sum(members) FROM cvlattice_lists('t_lat')}),
 	$rows, 'cvlattice lists count them too');
-cv_reachable_ok($node, 't', 't_ivf', name => 'every row reachable through cvivf once');
 
 my $inserted = $node->safe_psql('postgres', q{SELECT last_value - 999999 FROM t_id_seq});
 my ($ivf1, $lat1) = split / /, $node->safe_psql('postgres', $size_sql);
@@ -85,6 +84,10 @@ cmp_ok($inserted, '>', 2000, 'the load inserted rows');
 my $bound = $inserted * (8 + 4 * $dims) / 4 + 20 * 8192;
 cmp_ok($ivf1 - $ivf0, '<', $bound, 'the cvivf index reused the freed slots');
 cmp_ok($lat1 - $lat0, '<', $bound, 'the cvlattice index too');
+
+# (without the cvlattice index, which the planner may prefer for the scan)
+$node->safe_psql('postgres', 'DROP INDEX t_lat');
+cv_reachable_ok($node, 't', 't_ivf', name => 'every row reachable through cvivf once');
 
 $node->stop;
 done_testing();
