@@ -36,7 +36,7 @@ OBJS = src/clustervec.o src/access.o $(TYPE_OBJS) $(IVF_OBJS) $(LATTICE_OBJS) $(
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
-	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvivf_recall cvlattice cvlattice_errors \
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvivf_recall cvivf_reuse cvlattice cvlattice_errors \
 	cluster_health gpu_cpu_path \
 	privileges hardening
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec

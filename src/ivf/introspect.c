@@ -159,6 +159,64 @@ cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblo
 		report_violation(index, last, 0, "the directory records the last page of each list");
 }
 
+/* What the check of a list's reuse entry has seen so far of its slots. */
+typedef struct ReuseCheck
+{
+	Relation	index;
+	CvIvfReuseEntry entry;
+	bool		seen_first_dead;
+	bool		seen_dead_tail;
+	bool		dead_in_tail;	/* a dead slot after dead_tail */
+} ReuseCheck;
+
+static void
+check_reuse_slot(const CvIvfTupleHeader *header, const float *vector pg_attribute_unused(),
+				 BlockNumber block, Size offset, void *arg)
+{
+	ReuseCheck *check = (ReuseCheck *) arg;
+	bool		dead = (header->flags & CVIVF_TUPLE_DEAD) != 0;
+
+	if (block == check->entry.first_dead.block && offset == check->entry.first_dead.offset)
+		check->seen_first_dead = true;
+	if (block == check->entry.dead_tail.block && offset == check->entry.dead_tail.offset)
+	{
+		if (BlockNumberIsValid(check->entry.first_dead.block) && !check->seen_first_dead)
+			report_violation(check->index, block, offset,
+							 "a list's first possibly dead slot is not after its dead tail");
+		check->seen_dead_tail = true;
+	}
+	if (dead && BlockNumberIsValid(check->entry.first_dead.block) && !check->seen_first_dead)
+		report_violation(check->index, block, offset,
+						 "no dead slot lies before a list's first possibly dead slot");
+	if (!dead && check->dead_in_tail)
+		report_violation(check->index, block, offset,
+						 "the live slots of a list's dead tail come before its dead ones");
+	if (dead && check->seen_dead_tail)
+		check->dead_in_tail = true;
+}
+
+/*
+ * A list's reuse entry against its slots (cvlattice_verify checks its
+ * lists with it too): the slots it names are in the chain, no dead slot
+ * before first_dead, and inserts filled the dead tail in chain order.
+ */
+void
+cvivf_verify_reuse(Relation index, const CvIvfMetaPageData *meta, int list,
+				   const CvIvfListEntry *entry)
+{
+	ReuseCheck	check = {0};
+
+	check.index = index;
+	if (!cvivf_read_reuse_entry(index, meta, list, &check.entry))
+		return;
+	if (BlockNumberIsValid(entry->first_block))
+		cvivf_scan_list(index, meta, entry->first_block, true, NULL, check_reuse_slot, &check);
+	if ((BlockNumberIsValid(check.entry.first_dead.block) && !check.seen_first_dead) ||
+		(BlockNumberIsValid(check.entry.dead_tail.block) && !check.seen_dead_tail))
+		report_violation(index, check.entry.first_dead.block, check.entry.first_dead.offset,
+						 "a list's reuse entry names slots of the list");
+}
+
 Datum
 cvivf_verify(PG_FUNCTION_ARGS)
 {
@@ -197,6 +255,7 @@ cvivf_verify(PG_FUNCTION_ARGS)
 			report_violation(index, cvivf_directory_block(&meta, list),
 							 CVIVF_PAGE_DATA_START + cvivf_directory_slot(&meta, list) * sizeof(CvIvfListEntry),
 							 "the directory counts the live tuples of each list");
+		cvivf_verify_reuse(index, &meta, list, &entry);
 	}
 	index_close(index, NoLock);
 	table_close(heap, NoLock);

@@ -17,6 +17,19 @@
  * added without a version bump: a cvivf metapage written before them ends
  * earlier, and the bytes past its end are zero (PageInit zeroes the page),
  * which reads as kind CV_INDEX_KIND_IVF with the default directory entry.
+ * The reuse pages were added the same way: none until a VACUUM makes them.
+ *
+ * Space reuse.  Every tuple of an index has the same size, so a dead tuple
+ * is a slot a new tuple fits exactly: an insert fills the first dead slot
+ * of its list (in chain order) before it appends, and the byte stream's
+ * tuple boundaries never move, so a scan walking the chain meanwhile parses
+ * it as before.  Pages never leave their chain (a scan may hold a pointer
+ * to any of them), so a list's pages emptied by VACUUM are reused by that
+ * list's inserts.  The reuse pages (CVIVF_PAGE_REUSE, listed in the
+ * metapage, made by the first VACUUM that finds dead tuples) hold a
+ * CvIvfReuseEntry per list: the first slot that may be dead, and the start
+ * of the list's dead tail.  Only pages no chain reaches (continuation pages
+ * a crash left unlinked) go to the free space map, as CVIVF_PAGE_FREE.
  */
 #ifndef CV_IVF_H
 #define CV_IVF_H
@@ -55,6 +68,9 @@
 #define CVIVF_PAGE_CENTROID 2
 #define CVIVF_PAGE_DIRECTORY 3
 #define CVIVF_PAGE_DATA 4
+/* 5 is cvlattice's label page (src/lattice/lattice.h) */
+#define CVIVF_PAGE_REUSE 6		/* per list, where its dead slots are */
+#define CVIVF_PAGE_FREE 7		/* a reclaimed page, recorded in the FSM */
 
 /* metapage flags */
 #define CVIVF_META_NO_CENTROIDS 0x0001	/* built on an empty table: one list */
@@ -70,6 +86,13 @@ typedef struct CvIvfPageOpaqueData
 } CvIvfPageOpaqueData;
 
 typedef CvIvfPageOpaqueData *CvIvfPageOpaque;
+
+/* Reuse pages: one CvIvfReuseEntry (16 bytes) per list. */
+#define CVIVF_REUSE_ENTRIES_PER_PAGE \
+	((uint32) ((BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
+				MAXALIGN(sizeof(CvIvfPageOpaqueData))) / 16))
+#define CVIVF_MAX_REUSE_PAGES \
+	((CVIVF_MAX_LISTS + CVIVF_REUSE_ENTRIES_PER_PAGE - 1) / CVIVF_REUSE_ENTRIES_PER_PAGE)
 
 typedef struct CvIvfMetaPageData
 {
@@ -96,9 +119,35 @@ typedef struct CvIvfMetaPageData
 	BlockNumber last_label_block;	/* lattice: where a new list's label goes */
 	uint32		directory_pages;	/* lattice: entries used in directory_blocks */
 	BlockNumber directory_blocks[CV_LATTICE_MAX_DIRECTORY_PAGES];	/* lattice */
+	/* zero in metapages written before space reuse (see the header) */
+	uint32		reuse_pages;	/* entries used in reuse_blocks */
+	BlockNumber reuse_blocks[CVIVF_MAX_REUSE_PAGES];
 } CvIvfMetaPageData;
 
 typedef CvIvfMetaPageData *CvIvfMetaPage;
+
+/* Where a tuple's header is: block InvalidBlockNumber for none. */
+typedef struct CvIvfSlot
+{
+	BlockNumber block;
+	uint32		offset;
+} CvIvfSlot;
+
+/*
+ * A list's reuse entry.  first_dead: no slot before it (in chain order) is
+ * dead.  dead_tail: the start of the list's dead tail, the slots after its
+ * last live tuple when VACUUM looked; invalid when unknown or none.  Inserts
+ * fill the first dead slot, so the tail fills in chain order: its live slots
+ * are always a prefix of it, before every dead one.  first_dead is moved on
+ * lazily (when a fill's search crossed a page); when it moves into the
+ * tail, dead_tail moves with it.  Both change only under the list's
+ * directory page lock, and with the fill that moves them.
+ */
+typedef struct CvIvfReuseEntry
+{
+	CvIvfSlot	first_dead;
+	CvIvfSlot	dead_tail;
+} CvIvfReuseEntry;
 
 typedef struct CvIvfListEntry
 {
@@ -115,6 +164,8 @@ typedef struct CvIvfTupleHeader
 } CvIvfTupleHeader;
 
 StaticAssertDecl(sizeof(CvIvfTupleHeader) == 8, "tuple header must be 8 bytes");
+StaticAssertDecl(sizeof(CvIvfReuseEntry) == 16, "reuse entry must be 16 bytes");
+StaticAssertDecl(sizeof(CvIvfMetaPageData) <= BLCKSZ / 2, "the metapage fits its page");
 
 #define CvIvfPageGetOpaque(page) ((CvIvfPageOpaque) PageGetSpecialPointer(page))
 #define CvIvfPageGetMeta(page) ((CvIvfMetaPage) PageGetContents(page))
@@ -204,6 +255,22 @@ extern uint64 cvivf_scan_list_from(Relation index, const CvIvfMetaPageData *meta
 								   BlockNumber block, Size offset, bool include_dead,
 								   BufferAccessStrategy strategy,
 								   CvIvfTupleVisitor visitor, void *arg);
+/* Called for every page of a chain a walk reads, before its tuples. */
+typedef void (*CvIvfPageVisitor) (BlockNumber block, void *arg);
+extern uint64 cvivf_scan_list_pages(Relation index, const CvIvfMetaPageData *meta,
+									BlockNumber first_block, bool include_dead,
+									BufferAccessStrategy strategy, CvIvfTupleVisitor visitor,
+									CvIvfPageVisitor page_visitor, void *arg);
+extern void cvivf_walk_chain(Relation index, BlockNumber block, BufferAccessStrategy strategy,
+							 CvIvfPageVisitor visitor, void *arg);
+extern uint16 cvivf_page_kind(Relation index, BlockNumber block, BufferAccessStrategy strategy);
+extern bool cvivf_find_dead_slot(Relation index, const CvIvfMetaPageData *meta, CvIvfSlot from,
+								 CvIvfSlot watch, CvIvfSlot *found, bool *passed);
+extern BlockNumber *cvivf_slot_pages(Relation index, const CvIvfMetaPageData *meta,
+									 CvIvfSlot slot, int *count, CvIvfSlot *next);
+extern bool cvivf_read_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,
+								   CvIvfReuseEntry *entry);
+extern CvIvfReuseEntry *cvivf_reuse_entry(Page page, int list);
 extern void cvivf_check_page(Relation index, Page page, BlockNumber block, uint16 kind);
 extern void cvivf_read_vector_at(Relation index, const CvIvfMetaPageData *meta,
 								 BlockNumber block, Size offset, float *out);
@@ -251,6 +318,13 @@ extern void cvivf_page_init(Page page, uint16 kind);
 extern void cvivf_page_append(Page page, const void *bytes, Size count);
 extern Size cvivf_page_free_bytes(Page page);
 extern Buffer cvivf_extend(Relation index, ForkNumber fork, bool lock_extension);
+extern Buffer cvivf_new_page(Relation index);
+extern void cvivf_reuse_prepare(Relation index, uint32 lists);
+extern void cvivf_set_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,
+								  uint64 expected_tuples, const CvIvfReuseEntry *exact,
+								  BufferAccessStrategy strategy);
+extern bool cvivf_reclaim_page(Relation index, BlockNumber block,
+							   BufferAccessStrategy strategy);
 extern int	cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list,
 							BlockNumber block, const Size *offsets, int count,
 							BufferAccessStrategy strategy);
@@ -290,5 +364,7 @@ extern bool cvivfvalidate(Oid opclassoid);
 
 /* introspect.c */
 extern void cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblocks);
+extern void cvivf_verify_reuse(Relation index, const CvIvfMetaPageData *meta, int list,
+							   const CvIvfListEntry *entry);
 
 #endif

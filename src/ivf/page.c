@@ -7,6 +7,10 @@
  * several records: first its continuation pages, chained to each other but
  * not yet reachable, then one record that links them and updates the
  * directory.  Readers follow only linked pages, so they never see half a tuple.
+ *
+ * An insert fills the first dead slot of its list before it appends (see
+ * "Reuse" below and ivf.h); VACUUM formats the pages no chain reaches as
+ * free and records them in the free space map, where appends find them.
  */
 #include "postgres.h"
 
@@ -14,6 +18,7 @@
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
@@ -48,7 +53,12 @@ cvivf_page_free_bytes(Page page)
 	return ((PageHeader) page)->pd_upper - ((PageHeader) page)->pd_lower;
 }
 
-/* Extends the fork by one page, returned locked exclusively. */
+/*
+ * Extends the fork by one page, returned locked exclusively.  The page is
+ * locked before the extension lock goes (as GIN and GiST do), so VACUUM,
+ * which counts the blocks under the extension lock, can never lock a new
+ * page before its extender and take it for one nobody writes.
+ */
 Buffer
 cvivf_extend(Relation index, ForkNumber fork, bool lock_extension)
 {
@@ -57,10 +67,48 @@ cvivf_extend(Relation index, ForkNumber fork, bool lock_extension)
 	if (lock_extension)
 		LockRelationForExtension(index, ExclusiveLock);
 	buf = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	if (lock_extension)
 		UnlockRelationForExtension(index, ExclusiveLock);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	return buf;
+}
+
+/* A cvivf page VACUUM reclaimed: formatted free, in the free space map. */
+static bool
+page_is_free(Page page)
+{
+	return !PageIsNew(page) &&
+		PageGetSpecialSize(page) == MAXALIGN(sizeof(CvIvfPageOpaqueData)) &&
+		CvIvfPageGetOpaque(page)->page_id == CVIVF_PAGE_ID &&
+		CvIvfPageGetOpaque(page)->kind == CVIVF_PAGE_FREE;
+}
+
+/*
+ * A page for new list data, locked exclusively: one VACUUM reclaimed (the
+ * free space map's), else a new one.  The map may hand the same page out
+ * twice, or one already taken and written, so a page counts only when a
+ * conditional lock finds it still free (no wait, so no deadlock with the
+ * locks the caller holds).  The caller formats it in a full-image record.
+ */
+Buffer
+cvivf_new_page(Relation index)
+{
+	for (;;)
+	{
+		BlockNumber block = GetFreeIndexPage(index);
+		Buffer		buf;
+
+		if (!BlockNumberIsValid(block))
+			return cvivf_extend(index, MAIN_FORKNUM, true);
+		buf = ReadBuffer(index, block);
+		if (ConditionalLockBuffer(buf))
+		{
+			if (page_is_free(BufferGetPage(buf)))
+				return buf;
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buf);
+	}
 }
 
 /* Writes a whole page image to a locked buffer in one record, then releases it. */
@@ -313,7 +361,7 @@ cvivf_writer_finish(CvIvfBuildWriter *writer)
 }
 
 /* ---------------------------------------------------------------------
- * Insert: append one tuple at the end of its list.
+ * Insert: one tuple into its list, in a dead slot or at the end.
  * --------------------------------------------------------------------- */
 
 /* One insertion's pages: the directory, the list's last page, new pages. */
@@ -439,11 +487,239 @@ cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
 	cvivf_append_tuple_extra(index, meta, list, tid, vector, NULL);
 }
 
+/* ---------------------------------------------------------------------
+ * Reuse: an insert fills the first dead slot of its list (see ivf.h).
+ * --------------------------------------------------------------------- */
+
+/* One dead slot being filled: its pages, locked, and where the tuple's bytes go. */
+typedef struct SlotFill
+{
+	CvIvfSlot	slot;
+	CvIvfSlot	next;			/* the slot after it, or none */
+	int			count;			/* pages the slot lies on, its header's first */
+	BlockNumber *blocks;
+	Buffer	   *bufs;
+	Size	   *page_pos;		/* where on page i the slot's bytes start */
+	Size	   *tuple_pos;		/* which of the tuple's bytes go there */
+	Size	   *bytes;
+	Buffer		reuse;			/* InvalidBuffer: the reuse entry stays */
+	CvIvfReuseEntry entry;		/* else the list's reuse entry once the slot is filled */
+} SlotFill;
+
+/* Locks the reuse page holding the list's entry. */
+static Buffer
+lock_reuse_page(Relation index, const CvIvfMetaPageData *meta, int list)
+{
+	BlockNumber block = meta->reuse_blocks[(uint32) list / CVIVF_REUSE_ENTRIES_PER_PAGE];
+	Buffer		buf = ReadBuffer(index, block);
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_REUSE);
+	return buf;
+}
+
+/* Writes a list's reuse entry in a record of its own (the caller holds its directory page). */
+static void
+write_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,
+				  const CvIvfReuseEntry *entry)
+{
+	Buffer		buf = lock_reuse_page(index, meta, list);
+	GenericXLogState *state;
+
+	if (memcmp(cvivf_reuse_entry(BufferGetPage(buf), list), entry, sizeof(*entry)) != 0)
+	{
+		state = GenericXLogStart(index);
+		memcpy(cvivf_reuse_entry(GenericXLogRegisterBuffer(state, buf, 0), list), entry,
+			   sizeof(*entry));
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(buf);
+}
+
+/* Locks the slot's pages in chain order and works out where the tuple's bytes go. */
+static void
+lock_slot_pages(const TupleAppend *append, SlotFill *fill)
+{
+	Size		pos = fill->slot.offset;
+	Size		done = 0;
+
+	fill->bufs = palloc(sizeof(Buffer) * fill->count);
+	fill->page_pos = palloc(sizeof(Size) * fill->count);
+	fill->tuple_pos = palloc(sizeof(Size) * fill->count);
+	fill->bytes = palloc(sizeof(Size) * fill->count);
+	for (int i = 0; i < fill->count; i++)
+	{
+		Page		page;
+		Size		end;
+
+		fill->bufs[i] = ReadBuffer(append->index, fill->blocks[i]);
+		LockBuffer(fill->bufs[i], BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(fill->bufs[i]);
+		cvivf_check_page(append->index, page, fill->blocks[i], CVIVF_PAGE_DATA);
+		end = ((PageHeader) page)->pd_lower;
+		fill->page_pos[i] = pos;
+		fill->tuple_pos[i] = done;
+		fill->bytes[i] = pos < end ? Min(append->tuple_size - done, end - pos) : 0;
+		done += fill->bytes[i];
+		pos = CVIVF_PAGE_DATA_START;
+	}
+	if (done != append->tuple_size ||
+		!(((CvIvfTupleHeader *) ((char *) BufferGetPage(fill->bufs[0]) +
+								 fill->slot.offset))->flags & CVIVF_TUPLE_DEAD))
+		elog(ERROR, "slot at block %u, offset %u of index \"%s\" changed under its directory lock",
+			 fill->slot.block, fill->slot.offset, RelationGetRelationName(append->index));
+}
+
+/* Copies the tuple's bytes that go on the slot's page i. */
+static void
+write_slot_part(const TupleAppend *append, const SlotFill *fill, Page page, int i)
+{
+	memcpy((char *) page + fill->page_pos[i], append->tuple + fill->tuple_pos[i], fill->bytes[i]);
+}
+
+/*
+ * Writes the tuple into the slot.  The header page goes last, in the record
+ * that also counts the tuple in the directory (and moves the reuse entry
+ * on, when it moves): until then the header still says dead, so scans skip
+ * the slot whatever its continuation pages hold, and a crash leaves it dead.
+ */
+static void
+write_fill(const TupleAppend *append, const CvIvfMetaPageData *meta, int list, SlotFill *fill)
+{
+	int			in_link = Min(fill->count - 1,
+							  MAX_GENERIC_XLOG_PAGES - 2 - (BufferIsValid(fill->reuse) ? 1 : 0) -
+							  (append->extra != NULL ? 1 : 0));
+	GenericXLogState *state;
+	char	   *entry;
+
+	for (int from = 1 + in_link; from < fill->count; from += MAX_GENERIC_XLOG_PAGES)
+	{
+		state = GenericXLogStart(append->index);
+		for (int i = from; i < Min(from + MAX_GENERIC_XLOG_PAGES, fill->count); i++)
+			write_slot_part(append, fill, GenericXLogRegisterBuffer(state, fill->bufs[i], 0), i);
+		GenericXLogFinish(state);
+	}
+	state = GenericXLogStart(append->index);
+	entry = cvivf_directory_entry(GenericXLogRegisterBuffer(state, append->directory, 0),
+								  meta, list);
+	for (int i = 0; i <= in_link; i++)
+		write_slot_part(append, fill, GenericXLogRegisterBuffer(state, fill->bufs[i], 0), i);
+	if (BufferIsValid(fill->reuse))
+		memcpy(cvivf_reuse_entry(GenericXLogRegisterBuffer(state, fill->reuse, 0), list),
+			   &fill->entry, sizeof(fill->entry));
+	((CvIvfListEntry *) entry)->tuples++;
+	if (append->extra != NULL)
+		append->extra->apply(GenericXLogRegisterBuffer(state, append->extra_buf, 0), entry,
+							 append->extra->arg);
+	GenericXLogFinish(state);
+}
+
+/*
+ * Fills the list's first dead slot with the tuple; false when the list has
+ * none (the caller appends).  *bump: the slot lies before the list's dead
+ * tail, so the generation must go up (see cvivf_append_tuple_extra); the
+ * search from first_dead tells, since first_dead never passes dead_tail
+ * without moving it along.  The reuse entry is rewritten only when the
+ * search crossed a page or the chain ends after the slot, so most fills
+ * change two pages, as appends do.  Runs under the list's directory page
+ * lock, like every change of the list.
+ */
+static bool
+fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list, bool *bump)
+{
+	Relation	index = append->index;
+	CvIvfReuseEntry entry;
+	SlotFill	fill = {0};
+	bool		in_tail;
+
+	if (!cvivf_read_reuse_entry(index, meta, list, &entry) ||
+		!BlockNumberIsValid(entry.first_dead.block))
+		return false;
+	if (!cvivf_find_dead_slot(index, meta, entry.first_dead, entry.dead_tail, &fill.slot,
+							  &in_tail))
+	{
+		CvIvfReuseEntry none = {{InvalidBlockNumber, 0}, {InvalidBlockNumber, 0}};
+
+		write_reuse_entry(index, meta, list, &none);
+		return false;
+	}
+	fill.blocks = cvivf_slot_pages(index, meta, fill.slot, &fill.count, &fill.next);
+	*bump = !in_tail;
+	fill.reuse = InvalidBuffer;
+	if (fill.slot.block != entry.first_dead.block || !BlockNumberIsValid(fill.next.block))
+	{
+		/* the next dead slot is after this one; in the tail, all after it are dead */
+		fill.entry.first_dead = fill.next;
+		fill.entry.dead_tail = in_tail ? fill.next : entry.dead_tail;
+	}
+	lock_slot_pages(append, &fill);
+	if (append->extra != NULL)
+	{
+		append->extra_buf = ReadBuffer(index, append->extra->block);
+		LockBuffer(append->extra_buf, BUFFER_LOCK_EXCLUSIVE);
+	}
+	if (fill.slot.block != entry.first_dead.block || !BlockNumberIsValid(fill.next.block))
+		fill.reuse = lock_reuse_page(index, meta, list);
+	write_fill(append, meta, list, &fill);
+	if (BufferIsValid(fill.reuse))
+		UnlockReleaseBuffer(fill.reuse);
+	if (append->extra != NULL)
+		UnlockReleaseBuffer(append->extra_buf);
+	for (int i = 0; i < fill.count; i++)
+		UnlockReleaseBuffer(fill.bufs[i]);
+	return true;
+}
+
+/* Appends the tuple at the end of its list; the caller holds the directory page. */
+static void
+append_at_end(TupleAppend *append, const CvIvfMetaPageData *meta, int list)
+{
+	const CvIvfAppendExtra *extra = append->extra;
+	int			in_link;
+
+	plan_append(append, (CvIvfListEntry *) cvivf_directory_entry(BufferGetPage(append->directory),
+																   meta, list));
+	append->fresh = palloc(sizeof(Buffer) * Max(append->new_pages, 1));
+	for (int i = 0; i < append->new_pages; i++)
+		append->fresh[i] = cvivf_new_page(append->index);
+	if (extra != NULL)
+	{
+		append->extra_buf = ReadBuffer(append->index, extra->block);
+		LockBuffer(append->extra_buf, BUFFER_LOCK_EXCLUSIVE);
+	}
+
+	/* continuation pages first, unlinked, until the rest fits one record */
+	in_link = Min(append->new_pages,
+				  MAX_GENERIC_XLOG_PAGES - 1 - (BufferIsValid(append->last) ? 1 : 0) -
+				  (extra != NULL ? 1 : 0));
+	for (int from = in_link; from < append->new_pages; from += MAX_GENERIC_XLOG_PAGES)
+		write_unlinked_pages(append, from, Min(from + MAX_GENERIC_XLOG_PAGES, append->new_pages));
+	write_linking_record(append, meta, list, in_link);
+
+	if (extra != NULL)
+		UnlockReleaseBuffer(append->extra_buf);
+	for (int i = 0; i < append->new_pages; i++)
+		UnlockReleaseBuffer(append->fresh[i]);
+	if (BufferIsValid(append->last))
+		UnlockReleaseBuffer(append->last);
+	pfree(append->fresh);
+}
+
 /*
  * The same, changing one more page (extra, when not NULL) in the record
  * that links the tuple.  The extra page is locked after the list's pages,
- * so every appender takes its locks in one order: directory, last page,
- * fresh pages, extra page.
+ * so every appender takes its locks in one order: directory, the list's
+ * data pages (last page and fresh pages, or a dead slot's pages), extra
+ * page, reuse page.
+ *
+ * The tuple fills the list's first dead slot when it has one (fill_dead_slot),
+ * else goes at the end.  A filled slot inside the list may lie before a GPU
+ * mirror's recorded end of the list, where mirror_merge.c would never look
+ * for it, so such a fill bumps the generation (after every lock is let go:
+ * the metapage comes first in the lock order); before the inserting
+ * transaction can commit, so no scan that could see the row uses a mirror
+ * without it.  A slot in the list's dead tail lies after every live tuple,
+ * so after every mirror's end: filling it is an append, without a bump.
  */
 void
 cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list,
@@ -452,9 +728,10 @@ cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list
 	TupleAppend append = {0};
 	CvIvfTupleHeader *header;
 	BlockNumber dir_block = cvivf_directory_block(meta, list);
-	int			in_link;
+	bool		bump = false;
 
 	append.index = index;
+	append.extra = extra;
 	append.tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
 	append.tuple = palloc(append.tuple_size);
 	header = (CvIvfTupleHeader *) append.tuple;
@@ -466,41 +743,132 @@ cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list
 	append.directory = ReadBuffer(index, dir_block);
 	LockBuffer(append.directory, BUFFER_LOCK_EXCLUSIVE);
 	cvivf_check_page(index, BufferGetPage(append.directory), dir_block, CVIVF_PAGE_DIRECTORY);
-	plan_append(&append, (CvIvfListEntry *) cvivf_directory_entry(BufferGetPage(append.directory),
-																   meta, list));
-	append.fresh = palloc(sizeof(Buffer) * Max(append.new_pages, 1));
-	for (int i = 0; i < append.new_pages; i++)
-		append.fresh[i] = cvivf_extend(index, MAIN_FORKNUM, true);
-	append.extra = extra;
-	if (extra != NULL)
-	{
-		append.extra_buf = ReadBuffer(index, extra->block);
-		LockBuffer(append.extra_buf, BUFFER_LOCK_EXCLUSIVE);
-	}
-
-	/* continuation pages first, unlinked, until the rest fits one record */
-	in_link = Min(append.new_pages,
-				  MAX_GENERIC_XLOG_PAGES - 1 - (BufferIsValid(append.last) ? 1 : 0) -
-				  (extra != NULL ? 1 : 0));
-	for (int from = in_link; from < append.new_pages; from += MAX_GENERIC_XLOG_PAGES)
-		write_unlinked_pages(&append, from, Min(from + MAX_GENERIC_XLOG_PAGES, append.new_pages));
-	write_linking_record(&append, meta, list, in_link);
-
-	if (extra != NULL)
-		UnlockReleaseBuffer(append.extra_buf);
-	for (int i = 0; i < append.new_pages; i++)
-		UnlockReleaseBuffer(append.fresh[i]);
-	if (BufferIsValid(append.last))
-		UnlockReleaseBuffer(append.last);
+	if (!fill_dead_slot(&append, meta, list, &bump))
+		append_at_end(&append, meta, list);
 	UnlockReleaseBuffer(append.directory);
-	pfree(append.fresh);
+	if (bump)
+		cvivf_bump_generation(index);
 	pfree((char *) append.tuple);
 }
 
 /* ---------------------------------------------------------------------
- * Vacuum: flag dead tuples in place (inserts only append, so offsets and a
- * mirror's recorded list ends stay valid), then fix the counts.
+ * Vacuum: flag dead tuples in place (slots never move, so offsets and a
+ * mirror's recorded list ends stay valid), fix the counts, record where
+ * each list's dead slots are, and reclaim pages no chain reaches.
  * --------------------------------------------------------------------- */
+
+/*
+ * Registers the metapage in a record, its pd_lower covering the whole
+ * CvIvfMetaPageData: a metapage written before the reuse fields ends
+ * earlier, and GenericXLog keeps only the bytes below pd_lower (and above
+ * pd_upper), so fields written past it would be lost.  Those bytes are
+ * zero (PageInit), as the reader assumes.
+ */
+static CvIvfMetaPage
+register_whole_meta(GenericXLogState *state, Buffer meta_buf)
+{
+	Page		page = GenericXLogRegisterBuffer(state, meta_buf, 0);
+	Size		lower = (Size) ((char *) CvIvfPageGetMeta(page) - (char *) page) +
+		sizeof(CvIvfMetaPageData);
+
+	if (((PageHeader) page)->pd_lower < lower)
+		((PageHeader) page)->pd_lower = lower;
+	return CvIvfPageGetMeta(page);
+}
+
+/*
+ * Makes reuse pages until they cover lists lists, each in one record with
+ * the metapage (locked first, as everywhere).  A new page's entries say
+ * "no dead slot".
+ */
+void
+cvivf_reuse_prepare(Relation index, uint32 lists)
+{
+	uint32		needed = (lists + CVIVF_REUSE_ENTRIES_PER_PAGE - 1) / CVIVF_REUSE_ENTRIES_PER_PAGE;
+	Buffer		meta_buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+
+	LockBuffer(meta_buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(meta_buf), CVIVF_METAPAGE_BLKNO, CVIVF_PAGE_META);
+	while (CvIvfPageGetMeta(BufferGetPage(meta_buf))->reuse_pages < needed)
+	{
+		Buffer		buf = cvivf_extend(index, MAIN_FORKNUM, true);
+		GenericXLogState *state = GenericXLogStart(index);
+		CvIvfMetaPage meta = register_whole_meta(state, meta_buf);
+		Page		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		CvIvfReuseEntry none = {{InvalidBlockNumber, 0}, {InvalidBlockNumber, 0}};
+
+		cvivf_page_init(page, CVIVF_PAGE_REUSE);
+		for (uint32 i = 0; i < CVIVF_REUSE_ENTRIES_PER_PAGE; i++)
+			cvivf_page_append(page, &none, sizeof(none));
+		meta->reuse_blocks[meta->reuse_pages++] = BufferGetBlockNumber(buf);
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+	}
+	UnlockReleaseBuffer(meta_buf);
+}
+
+/*
+ * VACUUM's reuse entry for a list, computed from its walk of the list.
+ * When the list still counts expected_tuples, no insert came since the
+ * walk began (only VACUUM lowers counts), so the entry is exact.  Else it
+ * keeps only first_dead, still a lower bound (inserts never make a slot
+ * dead): a dead tail computed before an append would lie before a live
+ * tuple.
+ */
+void
+cvivf_set_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,
+					  uint64 expected_tuples, const CvIvfReuseEntry *exact,
+					  BufferAccessStrategy strategy)
+{
+	BlockNumber dir_block = cvivf_directory_block(meta, list);
+	Buffer		dir_buf = ReadBufferExtended(index, MAIN_FORKNUM, dir_block, RBM_NORMAL, strategy);
+	CvIvfReuseEntry entry = *exact;
+
+	LockBuffer(dir_buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(dir_buf), dir_block, CVIVF_PAGE_DIRECTORY);
+	if (((CvIvfListEntry *) cvivf_directory_entry(BufferGetPage(dir_buf), meta, list))->tuples !=
+		expected_tuples)
+	{
+		entry.dead_tail.block = InvalidBlockNumber;
+		entry.dead_tail.offset = 0;
+	}
+	write_reuse_entry(index, meta, list, &entry);
+	UnlockReleaseBuffer(dir_buf);
+}
+
+/*
+ * Formats a page no list chain reaches as free (one full-image record) and
+ * records it in the free space map; false when it is not a data page or a
+ * never-written one any more.  vacuum.c decides which pages no chain
+ * reaches; no scan can hold a pointer to such a page, since only linked
+ * pages are ever followed.
+ */
+bool
+cvivf_reclaim_page(Relation index, BlockNumber block, BufferAccessStrategy strategy)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+	Page		page;
+	GenericXLogState *state;
+	bool		reclaim;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	reclaim = PageIsNew(page) ||
+		(PageGetSpecialSize(page) == MAXALIGN(sizeof(CvIvfPageOpaqueData)) &&
+		 CvIvfPageGetOpaque(page)->page_id == CVIVF_PAGE_ID &&
+		 CvIvfPageGetOpaque(page)->kind == CVIVF_PAGE_DATA);
+	if (reclaim)
+	{
+		state = GenericXLogStart(index);
+		cvivf_page_init(GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE),
+						CVIVF_PAGE_FREE);
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(buf);
+	if (reclaim)
+		RecordFreeIndexPage(index, block);
+	return reclaim;
+}
 
 /*
  * Sets the dead flag of the tuples whose headers start at offsets on block,

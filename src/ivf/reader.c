@@ -249,8 +249,10 @@ typedef struct ListWalk
 	BlockNumber header_block;
 	Size		header_offset;
 	bool		include_dead;
+	bool		stopped;		/* the visitor has what it wanted */
 	uint64		visited;
 	CvIvfTupleVisitor visitor;
+	CvIvfPageVisitor page_visitor;	/* NULL, or told each page of the chain */
 	void	   *arg;
 } ListWalk;
 
@@ -284,7 +286,7 @@ walk_page_bytes(ListWalk *walk, const char *page, Size start, Size end, BlockNum
 		walk->assembled = 0;
 		visit(walk, walk->assembly, walk->header_block, walk->header_offset);
 	}
-	while (pos + sizeof(CvIvfTupleHeader) <= end)
+	while (pos + sizeof(CvIvfTupleHeader) <= end && !walk->stopped)
 	{
 		if (pos + walk->tuple_size <= end)
 			visit(walk, page + pos, block, pos);
@@ -299,24 +301,12 @@ walk_page_bytes(ListWalk *walk, const char *page, Size start, Size end, BlockNum
 	}
 }
 
-/*
- * Calls visitor for each tuple of a list chain from the tuple header at
- * (block, offset) on, holding a share lock on one page at a time; returns
- * the number visited.
- */
-uint64
-cvivf_scan_list_from(Relation index, const CvIvfMetaPageData *meta, BlockNumber block,
-					 Size offset, bool include_dead, BufferAccessStrategy strategy,
-					 CvIvfTupleVisitor visitor, void *arg)
+/* Walks a chain from the tuple header at (block, offset) on; see cvivf_scan_list_from. */
+static uint64
+walk_list(Relation index, ListWalk *walk, BlockNumber block, Size offset,
+		  BufferAccessStrategy strategy)
 {
-	ListWalk	walk = {0};
-
-	walk.tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
-	walk.assembly = palloc(walk.tuple_size);
-	walk.include_dead = include_dead;
-	walk.visitor = visitor;
-	walk.arg = arg;
-	while (BlockNumberIsValid(block))
+	while (BlockNumberIsValid(block) && !walk->stopped)
 	{
 		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
 		Page		page;
@@ -329,20 +319,63 @@ cvivf_scan_list_from(Relation index, const CvIvfMetaPageData *meta, BlockNumber 
 					(errcode(ERRCODE_INDEX_CORRUPTED),
 					 errmsg("index \"%s\" has no tuple at block %u, offset %zu",
 							RelationGetRelationName(index), block, offset)));
-		walk_page_bytes(&walk, (const char *) page, offset, ((PageHeader) page)->pd_lower, block);
+		if (walk->page_visitor != NULL)
+			walk->page_visitor(block, walk->arg);
+		walk_page_bytes(walk, (const char *) page, offset, ((PageHeader) page)->pd_lower, block);
 		block = CvIvfPageGetOpaque(page)->next;
 		offset = CVIVF_PAGE_DATA_START;
 		UnlockReleaseBuffer(buf);
 	}
-	if (walk.assembled > 0)
+	if (walk->assembled > 0 && !walk->stopped)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has a truncated tuple at block %u, offset %zu",
-						RelationGetRelationName(index), walk.header_block, walk.header_offset),
+						RelationGetRelationName(index), walk->header_block, walk->header_offset),
 				 errdetail("Invariant violated: a linked tuple is complete."),
 				 errhint("Please REINDEX it.")));
-	pfree(walk.assembly);
-	return walk.visited;
+	pfree(walk->assembly);
+	return walk->visited;
+}
+
+static void
+init_walk(ListWalk *walk, const CvIvfMetaPageData *meta, bool include_dead,
+		  CvIvfTupleVisitor visitor, CvIvfPageVisitor page_visitor, void *arg)
+{
+	memset(walk, 0, sizeof(*walk));
+	walk->tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
+	walk->assembly = palloc(walk->tuple_size);
+	walk->include_dead = include_dead;
+	walk->visitor = visitor;
+	walk->page_visitor = page_visitor;
+	walk->arg = arg;
+}
+
+/*
+ * Calls visitor for each tuple of a list chain from the tuple header at
+ * (block, offset) on, holding a share lock on one page at a time; returns
+ * the number visited.
+ */
+uint64
+cvivf_scan_list_from(Relation index, const CvIvfMetaPageData *meta, BlockNumber block,
+					 Size offset, bool include_dead, BufferAccessStrategy strategy,
+					 CvIvfTupleVisitor visitor, void *arg)
+{
+	ListWalk	walk;
+
+	init_walk(&walk, meta, include_dead, visitor, NULL, arg);
+	return walk_list(index, &walk, block, offset, strategy);
+}
+
+/* The same from a list's first page, telling page_visitor each page's block too. */
+uint64
+cvivf_scan_list_pages(Relation index, const CvIvfMetaPageData *meta, BlockNumber first_block,
+					  bool include_dead, BufferAccessStrategy strategy,
+					  CvIvfTupleVisitor visitor, CvIvfPageVisitor page_visitor, void *arg)
+{
+	ListWalk	walk;
+
+	init_walk(&walk, meta, include_dead, visitor, page_visitor, arg);
+	return walk_list(index, &walk, first_block, CVIVF_PAGE_DATA_START, strategy);
 }
 
 /* Calls visitor for each tuple of the list starting at first_block. */
@@ -356,9 +389,194 @@ cvivf_scan_list(Relation index, const CvIvfMetaPageData *meta, BlockNumber first
 }
 
 /*
+ * Tells visitor the block of every page of a chain from block on, reading
+ * only the links (VACUUM's check of which pages the chains reach).
+ */
+void
+cvivf_walk_chain(Relation index, BlockNumber block, BufferAccessStrategy strategy,
+				 CvIvfPageVisitor visitor, void *arg)
+{
+	while (BlockNumberIsValid(block))
+	{
+		Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_DATA);
+		visitor(block, arg);
+		block = CvIvfPageGetOpaque(BufferGetPage(buf))->next;
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+/*
+ * The kind of a page (CVIVF_PAGE_*), or 0 for a page never written or not
+ * cvivf's.  VACUUM asks about pages no chain reached.
+ */
+uint16
+cvivf_page_kind(Relation index, BlockNumber block, BufferAccessStrategy strategy)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+	Page		page;
+	uint16		kind = 0;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (!PageIsNew(page) && PageGetSpecialSize(page) == MAXALIGN(sizeof(CvIvfPageOpaqueData)) &&
+		CvIvfPageGetOpaque(page)->page_id == CVIVF_PAGE_ID)
+		kind = CvIvfPageGetOpaque(page)->kind;
+	UnlockReleaseBuffer(buf);
+	return kind;
+}
+
+/* Stops a walk at the first dead tuple, noting whether it met the watched slot. */
+typedef struct DeadSearch
+{
+	ListWalk   *walk;
+	CvIvfSlot	watch;
+	bool		passed;
+	CvIvfSlot	found;
+} DeadSearch;
+
+static void
+stop_at_dead(const CvIvfTupleHeader *header, const float *vector pg_attribute_unused(),
+			 BlockNumber block, Size offset, void *arg)
+{
+	DeadSearch *search = (DeadSearch *) arg;
+
+	if (block == search->watch.block && offset == search->watch.offset)
+		search->passed = true;
+	if (!(header->flags & CVIVF_TUPLE_DEAD))
+		return;
+	search->found.block = block;
+	search->found.offset = (uint32) offset;
+	search->walk->stopped = true;
+}
+
+/*
+ * The first dead slot of a chain at or after the slot from; false when
+ * there is none.  *passed: the walk met the slot watch on the way (or
+ * found it).  The caller holds the list's directory page lock, so no slot
+ * of the list changes state meanwhile.
+ */
+bool
+cvivf_find_dead_slot(Relation index, const CvIvfMetaPageData *meta, CvIvfSlot from,
+					 CvIvfSlot watch, CvIvfSlot *found, bool *passed)
+{
+	ListWalk	walk;
+	DeadSearch	search = {0};
+
+	search.walk = &walk;
+	search.watch = watch;
+	search.found.block = InvalidBlockNumber;
+	init_walk(&walk, meta, true, stop_at_dead, NULL, &search);
+	walk_list(index, &walk, from.block, from.offset, NULL);
+	*found = search.found;
+	*passed = search.passed;
+	return BlockNumberIsValid(found->block);
+}
+
+/*
+ * The pages the tuple whose header is at slot lies on (its header's page
+ * first; palloc'd, *count of them) and where the next tuple's header is or
+ * would be (block invalid: past the end of the chain).  The caller holds
+ * the list's directory page lock: appends and fills wait, so the chain and
+ * the bytes it reads do not move.
+ */
+BlockNumber *
+cvivf_slot_pages(Relation index, const CvIvfMetaPageData *meta, CvIvfSlot slot, int *count,
+				 CvIvfSlot *next)
+{
+	Size		remaining = CVIVF_TUPLE_SIZE(meta->dimensions);
+	int			capacity = (int) (remaining / CVIVF_PAGE_CAPACITY) + 2;
+	BlockNumber *pages = palloc(sizeof(BlockNumber) * capacity);
+	BlockNumber block = slot.block;
+	Size		pos = slot.offset;
+
+	*count = 0;
+	next->block = InvalidBlockNumber;
+	next->offset = 0;
+	while (remaining > 0)
+	{
+		Buffer		buf;
+		Page		page;
+		Size		end;
+		Size		take;
+
+		if (!BlockNumberIsValid(block) || *count == capacity)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\" has a truncated tuple at block %u, offset %u",
+							RelationGetRelationName(index), slot.block, slot.offset),
+					 errhint("Please REINDEX it.")));
+		buf = ReadBuffer(index, block);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		cvivf_check_page(index, page, block, CVIVF_PAGE_DATA);
+		end = ((PageHeader) page)->pd_lower;
+		take = pos < end ? Min(remaining, end - pos) : 0;
+		pages[(*count)++] = block;
+		remaining -= take;
+		pos += take;
+		if (remaining == 0 && pos + sizeof(CvIvfTupleHeader) <= end)
+		{
+			next->block = block;
+			next->offset = (uint32) pos;
+		}
+		else if (remaining == 0 && BlockNumberIsValid(CvIvfPageGetOpaque(page)->next))
+		{
+			/* a header never straddles: the next one starts the next page */
+			next->block = CvIvfPageGetOpaque(page)->next;
+			next->offset = (uint32) CVIVF_PAGE_DATA_START;
+		}
+		block = CvIvfPageGetOpaque(page)->next;
+		pos = CVIVF_PAGE_DATA_START;
+		UnlockReleaseBuffer(buf);
+	}
+	return pages;
+}
+
+/*
+ * A list's reuse entry; false (and both slots invalid) when the list has
+ * none yet: no VACUUM has made reuse pages covering it.
+ */
+bool
+cvivf_read_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,
+					   CvIvfReuseEntry *entry)
+{
+	uint32		page_index = (uint32) list / CVIVF_REUSE_ENTRIES_PER_PAGE;
+	BlockNumber block;
+	Buffer		buf;
+
+	entry->first_dead.block = InvalidBlockNumber;
+	entry->dead_tail.block = InvalidBlockNumber;
+	if (page_index >= meta->reuse_pages)
+		return false;
+	block = meta->reuse_blocks[page_index];
+	buf = ReadBuffer(index, block);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_REUSE);
+	memcpy(entry, cvivf_reuse_entry(BufferGetPage(buf), list), sizeof(CvIvfReuseEntry));
+	UnlockReleaseBuffer(buf);
+	return true;
+}
+
+/* Where a list's reuse entry is on its reuse page. */
+CvIvfReuseEntry *
+cvivf_reuse_entry(Page page, int list)
+{
+	return (CvIvfReuseEntry *) PageGetContents(page) +
+		(uint32) list % CVIVF_REUSE_ENTRIES_PER_PAGE;
+}
+
+/*
  * Copies the vector of the tuple whose header is at (block, offset) into
  * out, following the list's chain when the tuple continues on later pages.
- * Bytes before a page's pd_lower never change, so the copy is stable.
+ * Tuple boundaries never move, but a slot's bytes change when VACUUM flags
+ * its tuple dead and an insert then fills the slot (see ivf.h).  A scan
+ * that collected the tuple live and re-reads it here after that may copy
+ * the new tuple's vector, or a mix: the tuple it collected was dead to
+ * every snapshot (VACUUM flags only such tuples), so its heap TID returns
+ * no row to an MVCC scan whatever distance it is given.
  */
 void
 cvivf_read_vector_at(Relation index, const CvIvfMetaPageData *meta, BlockNumber block,

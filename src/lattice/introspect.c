@@ -161,6 +161,7 @@ verify_list(Relation index, const CvIvfMetaPageData *meta, const CvLatticeLabelT
 		cvivf_scan_list(index, meta, entry->base.first_block, false, NULL, gather, &facts);
 	if (facts.live != entry->base.tuples)
 		report_violation(index, list, "the directory counts the live tuples of each list");
+	cvivf_verify_reuse(index, meta, list, &entry->base);
 	verify_centroid(index, list, &facts, centroid, entry);
 	pfree(facts.sum);
 }

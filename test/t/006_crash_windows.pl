@@ -7,7 +7,11 @@
 #     session's commit flushes the WAL), then the backend is killed.
 #  2. INSERT of a 12,000-dimension vector (a tuple over six pages):
 #     after the record that writes its continuation pages, before the
-#     record that links them.
+#     record that links them.  VACUUM then reclaims the pages left on no
+#     chain, and the next wide insert takes them instead of new pages.
+#  3. INSERT of such a vector into a dead slot VACUUM freed: after the
+#     record that writes the slot's continuation pages, before the one
+#     that writes its header and makes it live.
 #
 # After crash recovery the index must pass cvivf_verify, hold every row
 # exactly once, and (after a full VACUUM) count exactly the table's rows.
@@ -158,6 +162,26 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM w'),
 	$before, 'wide INSERT, crash: the row is not there');
 cv_verify_ok($node, 'w_v_idx', 'wide INSERT, crash: cvivf_verify');
 cv_reachable_ok($node, 'w', 'w_v_idx', name => 'wide INSERT, crash');
+
+# the unlinked pages (written, or extended and never written) are reclaimed
+# (the aborted row's heap tuple is dead, so VACUUM runs the bulk delete)
+my $size_sql = q{SELECT pg_relation_size('w_v_idx')};
+my ($rc, $out, $err) =
+  $node->psql('postgres', 'VACUUM (VERBOSE, INDEX_CLEANUP ON) w');
+my ($newly) = $err =~ /index "w_v_idx": pages: \d+ in total, (\d+) newly deleted/;
+ok(defined $newly && $newly >= 4,
+	'wide INSERT, crash, VACUUM: the unlinked pages are reclaimed ('
+	  . ($newly // 'none') . ')');
+like($err, qr/index "w_v_idx": pages: \d+ in total, \d+ newly deleted, (\d+) currently deleted, \1 reusable/,
+	'wide INSERT, crash, VACUUM: the reclaimed pages are reusable');
+cv_verify_ok($node, 'w_v_idx', 'wide INSERT, crash, VACUUM: cvivf_verify');
+my $vacuumed_size = $node->safe_psql('postgres', $size_sql);
+$node->safe_psql('postgres',
+	"INSERT INTO w (id, v) VALUES (101, cv_keyed_point(1, $wide, 2.0, 101))");
+is($node->safe_psql('postgres', $size_sql),
+	$vacuumed_size, 'wide INSERT, crash, VACUUM, INSERT: the insert took reclaimed pages');
+cv_verify_ok($node, 'w_v_idx', 'wide INSERT, crash, VACUUM, INSERT: cvivf_verify');
+cv_reachable_ok($node, 'w', 'w_v_idx', name => 'wide INSERT, crash, VACUUM, INSERT');
 $node->safe_psql(
 	'postgres', qq{
 INSERT INTO w (id, v) SELECT 200 + j, cv_keyed_point(j % 2, $wide, 2.0, 200 + j) FROM generate_series(1, 6) j;
@@ -168,6 +192,33 @@ $node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) w');
 is(cv_lists_sum($node, 'w_v_idx'),
 	$node->safe_psql('postgres', 'SELECT count(*) FROM w'),
 	'wide INSERT, crash, VACUUM: cvivf_lists tuples sum to count(*)');
+
+# 3. a crash between the records of one wide insert into a dead slot
+$node->safe_psql('postgres',
+	'DELETE FROM w WHERE id > 200; VACUUM (INDEX_CLEANUP ON) w; CHECKPOINT');
+$before = $node->safe_psql('postgres', 'SELECT count(*) FROM w');
+my $filled_size = $node->safe_psql('postgres', $size_sql);
+$gdb = crash_at_record(2,
+	"INSERT INTO w (id, v) VALUES (300, cv_keyed_point(0, $wide, 2.0, 300))");
+like($gdb, qr/write_fill|fill_dead_slot/,
+	'wide INSERT into a dead slot: stopped in the fill\'s second record');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM w'),
+	$before, 'wide INSERT into a dead slot, crash: the row is not there');
+cv_verify_ok($node, 'w_v_idx', 'wide INSERT into a dead slot, crash: cvivf_verify');
+cv_reachable_ok($node, 'w', 'w_v_idx', name => 'wide INSERT into a dead slot, crash');
+$node->safe_psql(
+	'postgres', qq{
+INSERT INTO w (id, v) SELECT 300 + j, cv_keyed_point(j % 2, $wide, 2.0, 300 + j) FROM generate_series(1, 6) j;
+});
+is($node->safe_psql('postgres', $size_sql),
+	$filled_size, 'wide INSERT into a dead slot, crash, inserts: they filled the dead slots');
+cv_verify_ok($node, 'w_v_idx', 'wide INSERT into a dead slot, crash, inserts: cvivf_verify');
+cv_reachable_ok($node, 'w', 'w_v_idx',
+	name => 'wide INSERT into a dead slot, crash, inserts');
+$node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) w');
+is(cv_lists_sum($node, 'w_v_idx'),
+	$node->safe_psql('postgres', 'SELECT count(*) FROM w'),
+	'wide INSERT into a dead slot, crash, VACUUM: cvivf_lists tuples sum to count(*)');
 
 $node->stop;
 done_testing();
