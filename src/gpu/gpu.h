@@ -150,14 +150,21 @@ extern void cv_gpu_health_end(CvGpuHealth *health);
 
 /* mirror.c: index mirrors */
 
-/* The ready mirror with this key, or -1. */
-extern int	cv_gpu_mirror_find(const CvGpuMirrorKey *key);
+/*
+ * The ready mirror with this key (database, relfilenode, generation), or
+ * -1; sets key->rows to the rows it holds, which tell a refreshed mirror
+ * of the same generation from the one it replaced (layouts are cached by it).
+ */
+extern int	cv_gpu_mirror_find(CvGpuMirrorKey *key);
 
 /*
  * Starts a mirror with this key; *mirror is -1 when one exists or is being
- * made.  The worker drops an unfinished mirror when this transaction ends.
+ * made.  refresh: also when a ready one of this key holds another number
+ * of rows (inserts since); it serves until the new one is committed.  The
+ * worker drops an unfinished mirror when this transaction ends.
  */
-extern bool cv_gpu_mirror_begin(const CvGpuMirrorKey *key, int *mirror, CvGpuError *error);
+extern bool cv_gpu_mirror_begin(const CvGpuMirrorKey *key, bool refresh, int *mirror,
+								CvGpuError *error);
 
 /* Bytes of one part at a byte offset of it, in staging-sized requests. */
 extern bool cv_gpu_mirror_put(int mirror, CvGpuMirrorPart part, Size offset, const void *data,

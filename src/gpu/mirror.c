@@ -19,7 +19,7 @@
 #include "gpu/request.h"
 
 int
-cv_gpu_mirror_find(const CvGpuMirrorKey *key)
+cv_gpu_mirror_find(CvGpuMirrorKey *key)
 {
 	int			found = -1;
 
@@ -33,7 +33,10 @@ cv_gpu_mirror_find(const CvGpuMirrorKey *key)
 		if (info->state == CV_MIRROR_READY && info->key.database == key->database &&
 			info->key.relfilenode == key->relfilenode &&
 			info->key.generation == key->generation)
+		{
 			found = m;
+			key->rows = info->key.rows;
+		}
 	}
 	SpinLockRelease(&cv_gpu_shared->mutex);
 	return found;
@@ -66,15 +69,16 @@ mirror_request(int opcode, int mirror, Oid relfilenode, CvGpuError *error)
 }
 
 bool
-cv_gpu_mirror_begin(const CvGpuMirrorKey *key, int *mirror, CvGpuError *error)
+cv_gpu_mirror_begin(const CvGpuMirrorKey *key, bool refresh, int *mirror, CvGpuError *error)
 {
-	int64		args[1];
+	int64		args[2];
 	int64		result[2];
 
 	/* the worker frees an unfinished mirror once this transaction ends */
 	args[0] = (int64) cv_gpu_owner_epoch();
+	args[1] = refresh;
 	cv_gpu_note_allocation();
-	if (!cv_gpu_request(CV_OP_MIRROR_BEGIN, true, args, 1, sizeof(*key), key, NULL, 0, result,
+	if (!cv_gpu_request(CV_OP_MIRROR_BEGIN, true, args, 2, sizeof(*key), key, NULL, 0, result,
 						error))
 		return false;
 	*mirror = (int) result[0];

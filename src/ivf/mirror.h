@@ -19,12 +19,14 @@ extern void cvivf_mirror_key(Relation index, const CvIvfMetaPageData *meta,
 
 /*
  * Uploads the index's mirror unless one with its key exists or is being
- * made (then returns true at once).  False with *error when the worker
+ * made (then returns true at once); refresh: also when the ready one holds
+ * another number of rows than the index now (rows inserted since, into
+ * freed slots too), which it replaces once made.  False with *error when the worker
  * failed.  An index that VACUUM keeps changing during the upload is left
  * unmirrored (true, no mirror); a directory that disagrees with its lists
  * in a still index is an ERROR (corruption).
  */
-extern bool cvivf_mirror_upload(Relation index, CvGpuError *error);
+extern bool cvivf_mirror_upload(Relation index, bool refresh, CvGpuError *error);
 
 /* Asks a background worker to upload the index's mirror (at most once per generation). */
 extern void cvivf_mirror_request(Relation index, const CvGpuMirrorKey *key);
@@ -43,12 +45,14 @@ typedef struct CvIvfMirrorCandidate
  * when the directory says a list grew), sorted by distance.  The first
  * *trusted are certainly in order; past them mirrored rows beyond the hits
  * could come first, unless *exhausted (the probed lists held fewer rows
- * than the answer's width), when every candidate is trusted.
+ * than the answer's width), when every candidate is trusted.  *stale: an
+ * insert filled a freed slot inside a probed list, which the mirror does
+ * not hold: the candidates may miss rows, and the caller reads on the CPU.
  */
 extern void cvivf_mirror_merge(Relation index, const CvIvfMetaPageData *meta,
 							   const CvIvfListEntry *directory, const float *query,
 							   const CvGpuSearchAnswer *answer, int in_batch,
 							   CvIvfMirrorCandidate **candidates, int *trusted,
-							   bool *exhausted);
+							   bool *exhausted, bool *stale);
 
 #endif

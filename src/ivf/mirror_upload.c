@@ -158,7 +158,7 @@ typedef enum UploadOutcome
 } UploadOutcome;
 
 static UploadOutcome
-upload_once(Relation index, CvGpuError *error)
+upload_once(Relation index, bool refresh, CvGpuError *error)
 {
 	CvIvfMetaPageData meta;
 	CvGpuMirrorKey key;
@@ -176,7 +176,7 @@ upload_once(Relation index, CvGpuError *error)
 	cvivf_read_directory(index, &meta, entries);
 	for (uint32 list = 0; list < meta.lists; list++)
 		key.rows += (int64) entries[list].tuples;
-	if (!cv_gpu_mirror_begin(&key, &mirror, error))
+	if (!cv_gpu_mirror_begin(&key, refresh, &mirror, error))
 		return UPLOAD_FAILED;
 	if (mirror < 0)
 		return UPLOAD_DONE;
@@ -229,11 +229,11 @@ upload_once(Relation index, CvGpuError *error)
 #define UPLOAD_ATTEMPTS 4
 
 bool
-cvivf_mirror_upload(Relation index, CvGpuError *error)
+cvivf_mirror_upload(Relation index, bool refresh, CvGpuError *error)
 {
 	for (int attempt = 1; attempt <= UPLOAD_ATTEMPTS; attempt++)
 	{
-		UploadOutcome outcome = upload_once(index, error);
+		UploadOutcome outcome = upload_once(index, refresh, error);
 
 		if (outcome != UPLOAD_MOVED)
 			return outcome == UPLOAD_DONE;
@@ -262,7 +262,7 @@ cvivf_mirror_worker_main(Datum arg)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	index = try_relation_open(indexid, AccessShareLock);
-	if (index != NULL && cv_gpu_worker_ready() && !cvivf_mirror_upload(index, &error))
+	if (index != NULL && cv_gpu_worker_ready() && !cvivf_mirror_upload(index, false, &error))
 		ereport(LOG,
 				(errmsg("clustervec could not mirror index \"%s\": %s",
 						RelationGetRelationName(index), error.message)));

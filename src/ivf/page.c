@@ -616,16 +616,15 @@ write_fill(const TupleAppend *append, const CvIvfMetaPageData *meta, int list, S
 
 /*
  * Fills the list's first dead slot with the tuple; false when the list has
- * none (the caller appends).  *bump: the slot lies before the list's dead
- * tail, so the generation must go up (see cvivf_append_tuple_extra); the
- * search from first_dead tells, since first_dead never passes dead_tail
- * without moving it along.  The reuse entry is rewritten only when the
+ * none (the caller appends).  Whether the slot lies in the list's dead
+ * tail, the search from first_dead tells, since first_dead never passes
+ * dead_tail without moving it along.  The reuse entry is rewritten only when the
  * search crossed a page or the chain ends after the slot, so most fills
  * change two pages, as appends do.  Runs under the list's directory page
  * lock, like every change of the list.
  */
 static bool
-fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list, bool *bump)
+fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list)
 {
 	Relation	index = append->index;
 	CvIvfReuseEntry entry;
@@ -644,7 +643,6 @@ fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list, boo
 		return false;
 	}
 	fill.blocks = cvivf_slot_pages(index, meta, fill.slot, &fill.count, &fill.next);
-	*bump = !in_tail;
 	fill.reuse = InvalidBuffer;
 	if (fill.slot.block != entry.first_dead.block || !BlockNumberIsValid(fill.next.block))
 	{
@@ -713,13 +711,15 @@ append_at_end(TupleAppend *append, const CvIvfMetaPageData *meta, int list)
  * page, reuse page.
  *
  * The tuple fills the list's first dead slot when it has one (fill_dead_slot),
- * else goes at the end.  A filled slot inside the list may lie before a GPU
- * mirror's recorded end of the list, where mirror_merge.c would never look
- * for it, so such a fill bumps the generation (after every lock is let go:
- * the metapage comes first in the lock order); before the inserting
- * transaction can commit, so no scan that could see the row uses a mirror
- * without it.  A slot in the list's dead tail lies after every live tuple,
- * so after every mirror's end: filling it is an append, without a bump.
+ * else goes at the end.  A slot in the list's dead tail lies after every
+ * live tuple, so after every GPU mirror's recorded end of the list: filling
+ * it is an append, which mirror_merge.c reads from the pages.  A slot
+ * inside the list may lie before a mirror's end, where mirror_merge.c does
+ * not read; the list's count then exceeds the mirrored rows plus its tail,
+ * which mirror_merge.c checks under the directory page's lock (this fill
+ * changes the count under that lock too), and the scan reads that list on
+ * the CPU.  No generation goes up: a table whose rows are deleted and
+ * inserted again keeps its mirror until the next VACUUM.
  */
 void
 cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list,
@@ -728,7 +728,6 @@ cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list
 	TupleAppend append = {0};
 	CvIvfTupleHeader *header;
 	BlockNumber dir_block = cvivf_directory_block(meta, list);
-	bool		bump = false;
 
 	append.index = index;
 	append.extra = extra;
@@ -743,11 +742,9 @@ cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list
 	append.directory = ReadBuffer(index, dir_block);
 	LockBuffer(append.directory, BUFFER_LOCK_EXCLUSIVE);
 	cvivf_check_page(index, BufferGetPage(append.directory), dir_block, CVIVF_PAGE_DIRECTORY);
-	if (!fill_dead_slot(&append, meta, list, &bump))
+	if (!fill_dead_slot(&append, meta, list))
 		append_at_end(&append, meta, list);
 	UnlockReleaseBuffer(append.directory);
-	if (bump)
-		cvivf_bump_generation(index);
 	pfree((char *) append.tuple);
 }
 

@@ -99,7 +99,8 @@ fetch(CvIvfGpuScan *scan, int width)
 {
 	CvGpuSearchAnswer answer;
 	CvGpuError	error = {0};
-	bool		ok;
+	bool		ok,
+				stale = false;
 
 	ok = cv_gpu_mirror_search(scan->mirror, &scan->key, scan->query, 1, width, scan->probes,
 							  scan->lists, scan->width == 0 && cvlattice_observe,
@@ -109,7 +110,17 @@ fetch(CvIvfGpuScan *scan, int width)
 		if (scan->candidates)
 			pfree(scan->candidates);
 		cvivf_mirror_merge(scan->index, scan->meta, scan->directory, scan->query, &answer, 0,
-						   &scan->candidates, &scan->trusted, &scan->exhausted);
+						   &scan->candidates, &scan->trusted, &scan->exhausted, &stale);
+		if (stale)
+		{
+			/* rows filled into freed slots of a probed list: the CPU reads it */
+			cv_gpu_search_answer_free(&answer);
+			if (scan->width > 0)
+				cv_scan_report_takeover();
+			else
+				cv_scan_report(CV_SCAN_CPU_FILLED);
+			return false;
+		}
 		if (scan->width == 0)
 			cv_scan_report(CV_SCAN_GPU);
 		cv_scan_report_answer(width);

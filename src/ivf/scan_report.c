@@ -40,6 +40,7 @@ static const char *const why[CV_SCAN_OUTCOMES] = {
 	[CV_SCAN_CPU_NO_MIRROR] = "no mirror of the index yet (one is being made)",
 	[CV_SCAN_CPU_EMPTY] = "the index was built on an empty table",
 	[CV_SCAN_CPU_LATTICE] = "its cvlattice scan keys are not label conditions the GPU takes",
+	[CV_SCAN_CPU_FILLED] = "rows were inserted into freed slots of its lists since the mirror was made",
 	[CV_SCAN_CPU_FAILED] = "the GPU worker failed the request",
 	[CV_SCAN_CPU_BUSY] = "the GPU worker was busy past clustervec.gpu_max_wait",
 };

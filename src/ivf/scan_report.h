@@ -14,6 +14,7 @@ typedef enum CvScanOutcome
 	CV_SCAN_CPU_NO_MIRROR,		/* no mirror of the index's current generation yet */
 	CV_SCAN_CPU_EMPTY,			/* built on an empty table: nothing to rank */
 	CV_SCAN_CPU_LATTICE,		/* cvlattice keys the GPU does not take */
+	CV_SCAN_CPU_FILLED,			/* a probed list has rows filled into freed slots */
 	CV_SCAN_CPU_FAILED,			/* the worker failed the request (memory, device) */
 	CV_SCAN_CPU_BUSY,			/* queued past clustervec.gpu_max_wait */
 	CV_SCAN_OUTCOMES

@@ -169,11 +169,17 @@ finish_query(BatchSearch *s, int q, int in_batch, const CvGpuSearchAnswer *answe
 {
 	CvIvfMirrorCandidate *candidates;
 	int			trusted;
-	bool		exhausted;
+	bool		exhausted,
+				stale;
 
 	cvivf_mirror_merge(s->index, &s->meta, s->directory,
 					   s->queries + (Size) q * s->meta.dimensions, answer, in_batch,
-					   &candidates, &trusted, &exhausted);
+					   &candidates, &trusted, &exhausted, &stale);
+	if (stale)
+	{
+		pfree(candidates);
+		return QUERY_ON_CPU;	/* a probed list has rows the mirror lacks */
+	}
 	s->found[q] = 0;
 	for (int i = 0; i < trusted && s->found[q] < s->k; i++)
 		if (row_visible(s, &candidates[i].tid))
@@ -360,7 +366,7 @@ clustervec_gpu_warm(PG_FUNCTION_ARGS)
 		table_close(heap, NoLock);
 		PG_RETURN_BOOL(false);
 	}
-	if (!cvivf_mirror_upload(index, &error))
+	if (!cvivf_mirror_upload(index, true, &error))
 		ereport(cv_gpu_mode == CV_GPU_REQUIRE ? ERROR : WARNING,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 				 errmsg("could not mirror index \"%s\": %s",

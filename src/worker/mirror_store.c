@@ -116,6 +116,26 @@ same_key(const CvGpuMirrorKey *a, const CvGpuMirrorKey *b)
 		a->generation == b->generation;
 }
 
+/*
+ * Whether a mirror of this key exists or is being made; with refresh, a
+ * ready one counts only when it holds the key's rows (a refresh replaces
+ * one made before rows were inserted).
+ */
+static bool
+mirror_exists(const CvGpuMirrorKey *key, bool refresh)
+{
+	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
+	{
+		const CvGpuMirrorInfo *info = &cv_gpu_shared->mirrors[m];
+
+		if (info->state == CV_MIRROR_FREE || !same_key(&info->key, key))
+			continue;
+		if (info->state == CV_MIRROR_BUILDING || !refresh || info->key.rows == key->rows)
+			return true;
+	}
+	return false;
+}
+
 static CvCudaStatus
 mirror_begin(CvGpuSlot *slot, const char *payload, CvCudaError *err, const char **bad)
 {
@@ -137,19 +157,17 @@ mirror_begin(CvGpuSlot *slot, const char *payload, CvCudaError *err, const char 
 		return CVCUDA_INVALID_ARGUMENT;
 	}
 	slot->result[0] = -1;
-	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
-	{
-		if (cv_gpu_shared->mirrors[m].state != CV_MIRROR_FREE &&
-			same_key(&cv_gpu_shared->mirrors[m].key, &key))
-			return CVCUDA_OK;	/* made, or being made, already: result -1 */
-		if (cv_gpu_shared->mirrors[m].state == CV_MIRROR_FREE && free_slot < 0)
+	if (mirror_exists(&key, slot->args[1] != 0))
+		return CVCUDA_OK;		/* made, or being made, already: result -1 */
+	for (int m = 0; m < CV_GPU_MAX_MIRRORS && free_slot < 0; m++)
+		if (cv_gpu_shared->mirrors[m].state == CV_MIRROR_FREE)
 			free_slot = m;
-	}
 	/* older generations of the same index are useless now */
 	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
 		if (cv_gpu_shared->mirrors[m].state == CV_MIRROR_READY &&
 			cv_gpu_shared->mirrors[m].key.database == key.database &&
-			cv_gpu_shared->mirrors[m].key.index == key.index)
+			cv_gpu_shared->mirrors[m].key.index == key.index &&
+			cv_gpu_shared->mirrors[m].key.generation != key.generation)
 		{
 			free_mirror(m);
 			if (free_slot < 0)
@@ -300,6 +318,12 @@ mirror_commit(CvGpuSlot *slot, CvCudaError *err, const char **bad)
 								  sizeof(int64) * (info->key.lists + 1), err);
 	if (status != CVCUDA_OK)
 		return status;
+	/* a refreshed mirror replaces the one it was made beside */
+	for (int m = 0; m < CV_GPU_MAX_MIRRORS; m++)
+		if (m != slot->args[0] && cv_gpu_shared->mirrors[m].state == CV_MIRROR_READY &&
+			cv_gpu_shared->mirrors[m].key.database == info->key.database &&
+			cv_gpu_shared->mirrors[m].key.index == info->key.index)
+			free_mirror(m);
 	SpinLockAcquire(&cv_gpu_shared->mutex);
 	info->state = CV_MIRROR_READY;
 	info->last_used = GetCurrentTimestamp();

@@ -63,7 +63,8 @@ typedef enum CvGpuOpcode
 	CV_OP_KMEANS_ASSIGN = 11,	/* CvGpuKmeansArgs */
 	CV_OP_KMEANS_LLOYD = 12,	/* CvGpuKmeansArgs; out: iterations float8 inertia history */
 	/* mirrors of cvivf indexes, kept across transactions */
-	CV_OP_MIRROR_BEGIN = 13,	/* CvGpuMirrorKey in the payload -> result[0]: mirror number */
+	CV_OP_MIRROR_BEGIN = 13,	/* CvGpuMirrorKey in the payload; args: owner epoch, refresh
+								 * -> result[0]: mirror number */
 	CV_OP_MIRROR_PUT = 14,		/* args: mirror, part, byte offset, bytes; payload in */
 	CV_OP_MIRROR_COMMIT = 15,	/* args: mirror */
 	CV_OP_MIRROR_DROP = 16,		/* args: mirror */
