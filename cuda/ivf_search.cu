@@ -817,24 +817,29 @@ device_sms()
 }
 
 // Blocks per query: enough for two blocks per multiprocessor over the
-// batch, each with at least MIN_SEGMENT_ROWS rows of a query's expected
-// probed rows, and few enough for the merge (segments x k at most
-// MAX_MERGED).  CLUSTERVEC_CUDA_SEARCH_SEGMENTS sets it (tests).
-#define MIN_SEGMENT_ROWS 256
+// batch, each with at least MIN_SEGMENT_BYTES of a query's expected probed
+// rows (and MIN_SEGMENT_ROWS rows), and few enough for the merge
+// (segments x k at most MAX_MERGED).  CLUSTERVEC_CUDA_SEARCH_SEGMENTS sets
+// it (tests).
+#define MIN_SEGMENT_BYTES (128 << 10)
+#define MIN_SEGMENT_ROWS 32
 #define MAX_MERGED 8192
 #define MAX_SEGMENTS 64
 
 static int
-segments_for(int nqb, int k, long long rows, int lists, int probes)
+segments_for(int nqb, int k, int d, long long rows, int lists, int probes)
 {
 	const char *setting = getenv("CLUSTERVEC_CUDA_SEARCH_SEGMENTS");
 	long long	expected = rows / lists * probes;
+	long long	min_rows = MIN_SEGMENT_BYTES / ((long long) d * 4);
 	int			segments = (2 * device_sms() + nqb - 1) / nqb;
 
+	if (min_rows < MIN_SEGMENT_ROWS)
+		min_rows = MIN_SEGMENT_ROWS;
 	if (setting != nullptr && atoi(setting) > 0)
 		segments = atoi(setting);
-	else if (expected / MIN_SEGMENT_ROWS < segments)
-		segments = (int) (expected / MIN_SEGMENT_ROWS);
+	else if (expected / min_rows < segments)
+		segments = (int) (expected / min_rows);
 	if (segments > MAX_SEGMENTS)
 		segments = MAX_SEGMENTS;
 	if (segments * k > MAX_MERGED)
@@ -882,7 +887,7 @@ search_on_device(const CvCudaBuffer *centroids, int lists, int d, const CvCudaBu
 	CVCUDA_TRY(b.queries.reserve((size_t) nqb_max * d), "ivf_search: buffers", err);
 	CVCUDA_TRY(b.out_pos.reserve((size_t) nqb_max * k), "ivf_search: buffers", err);
 	CVCUDA_TRY(b.out_dist.reserve((size_t) nqb_max * k), "ivf_search: buffers", err);
-	out.segments = segments_for(nqb_max, k, checked_offsets.offsets[lists], lists, probes);
+	out.segments = segments_for(nqb_max, k, d, checked_offsets.offsets[lists], lists, probes);
 	if (out.segments > 1)
 	{
 		CVCUDA_TRY(b.part_key.reserve((size_t) nqb_max * out.segments * k), "ivf_search: buffers",
