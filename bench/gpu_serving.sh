@@ -13,7 +13,8 @@
 # latency, and for the GPU the worker's launches, requests per launch and
 # mean queue wait over that run.  Then the same single-client search on the
 # GPU path under auto while another session runs cluster_health over all
-# rows: p50/p99 and how many searches went to the CPU (gpu_max_wait).
+# rows (HEALTH_SECONDS, default 20, covering the whole run): p50/p99 and
+# how many searches went to the CPU (gpu_max_wait).
 set -uo pipefail
 rows=${1:-1000000}; dims=${2:-1024}; clusters=${3:-1000}; lists=${4:-4096}; probes=${5:-8}
 seconds=${PGBENCH_SECONDS:-5}
@@ -95,7 +96,8 @@ q -c "SET clustervec.gpu = require; SET clustervec.health_memory = '4GB'; SELECT
 health=$!
 sleep 2
 read -r l0 r0 w0 b0 <<< "$(counters)"
-read -r tps p50 p99 <<< "$(PGBENCH_SECONDS=$seconds run_pgbench 1 auto)"
+# long enough to cover cluster_health whole, its worker passes included
+read -r tps p50 p99 <<< "$(PGBENCH_SECONDS=${HEALTH_SECONDS:-20} run_pgbench 1 auto)"
 read -r l1 r1 w1 b1 <<< "$(counters)"
 running=$(kill -0 $health 2>/dev/null && echo "still running" || echo "finished during the run")
 echo "queries/s $tps, p50 $(awk -v a=$p50 'BEGIN {printf "%.2f", a / 1000}') ms, p99 $(awk -v a=$p99 'BEGIN {printf "%.2f", a / 1000}') ms; searches sent to the CPU by gpu_max_wait: $((b1 - b0)); GPU launches $((l1 - l0)); cluster_health $running"
