@@ -13,7 +13,7 @@ PGFILEDESC = "clustervec - vectors, IVF index and cluster statistics"
 MATH_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/math/*.c)))
 TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
 	src/type/cvec_arith.o src/type/cvec_compare.o src/type/cvec_cast.o \
-	src/type/cvec_aggregate.o src/type/cvec_util.o
+	src/type/cvec_aggregate.o src/type/cvec_util.o src/type/cvec_layout.o
 IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/reader.o src/ivf/page.o src/ivf/centroids.o src/ivf/build.o \
 	src/ivf/insert.o src/ivf/scan.o src/ivf/vacuum.o src/ivf/cost.o \

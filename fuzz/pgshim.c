@@ -196,6 +196,14 @@ pfree(void *pointer)
 }
 
 /* Callbacks run by the next reset, newest first, as a memory context runs them. */
+/* Every context is the one palloc serves. */
+void *
+MemoryContextAlloc(MemoryContext context, Size size)
+{
+	(void) context;
+	return palloc(size);
+}
+
 static MemoryContextCallback *reset_callbacks;
 
 void
@@ -948,4 +956,25 @@ slot_getsomeattrs_int(TupleTableSlot *slot, int attnum)
 	(void) slot;
 	(void) attnum;
 	SHIM_UNREACHABLE("slot_getsomeattrs_int");
+}
+
+/* ---------------------------------------------------------------------
+ * Types: no expression trees and no catalogs here
+ * --------------------------------------------------------------------- */
+
+/* A direct call: argument types are unknown, so cvec's values are checked one by one. */
+Oid
+get_fn_expr_argtype(FmgrInfo *flinfo, int argnum)
+{
+	(void) flinfo;
+	(void) argnum;
+	return InvalidOid;
+}
+
+/* Never reached with the types above; every value is then checked. */
+CVecLayout
+cvec_layout_of_type(Oid type)
+{
+	(void) type;
+	return CVEC_LAYOUT_CHECKED;
 }
