@@ -13,6 +13,8 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+#include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/pg_operator_d.h"
@@ -49,7 +51,8 @@ typedef struct Spool
 	int64		max_rows;		/* what maintenance_work_mem holds */
 	int64		rows_per_chunk;
 	char	  **chunks;
-	int			chunk_capacity;
+	int64		chunk_count;	/* allocated */
+	int64		chunk_capacity;
 	int32	   *groups;			/* each row's group */
 	int64		groups_capacity;
 } Spool;
@@ -66,6 +69,7 @@ typedef struct LatticeBuild
 	CvLatticeGroups *groups;	/* NULL until the first indexed row */
 	Spool		spool;
 	Tuplesortstate *sort;		/* NULL while the rows fit the spool */
+	Relation	toast;			/* the heap's TOAST table, or NULL */
 	TupleTableSlot *slot;
 	TupleTableSlot *sorted_slot;
 	double		heap_tuples;
@@ -226,7 +230,11 @@ spool_vector(char *row)
 	return (CVec *) (row + SPOOL_VECTOR_OFFSET);
 }
 
-/* Room for one more row, in build_context; false when maintenance_work_mem is reached. */
+/*
+ * Room for the next row (spool_row(spool, spool->rows)), in context; false
+ * when maintenance_work_mem is reached.  Asking again before the row is
+ * added changes nothing.
+ */
 static bool
 spool_reserve(Spool *spool, MemoryContext context)
 {
@@ -241,7 +249,7 @@ spool_reserve(Spool *spool, MemoryContext context)
 			MemoryContextAllocHuge(context, sizeof(int32) * spool->groups_capacity) :
 			repalloc_huge(spool->groups, sizeof(int32) * spool->groups_capacity);
 	}
-	if (spool->rows % spool->rows_per_chunk != 0)
+	if (chunk < spool->chunk_count)
 		return true;
 	if (chunk == spool->chunk_capacity)
 	{
@@ -250,23 +258,27 @@ spool_reserve(Spool *spool, MemoryContext context)
 			MemoryContextAlloc(context, sizeof(char *) * spool->chunk_capacity) :
 			repalloc(spool->chunks, sizeof(char *) * spool->chunk_capacity);
 	}
-	spool->chunks[chunk] = MemoryContextAllocHuge(context,
-												  spool->row_size * spool->rows_per_chunk);
+	spool->chunks[spool->chunk_count++] =
+		MemoryContextAllocHuge(context, spool->row_size * spool->rows_per_chunk);
 	return true;
 }
 
-/* Copies a row into the spool; false when it is full. */
+/*
+ * Adds a row to the spool, copying its vector unless read_vector already
+ * put it in place; false when the spool is full.
+ */
 static bool
-spool_put(LatticeBuild *state, ItemPointer tid, int group, const CVec *v)
+spool_put(LatticeBuild *state, ItemPointer tid, int group, const CVec *v, bool in_place)
 {
 	Spool	   *spool = &state->spool;
 	char	   *row;
 
-	if (!spool_reserve(spool, state->build_context))
+	if (!in_place && !spool_reserve(spool, state->build_context))
 		return false;
 	row = spool_row(spool, spool->rows);
 	memcpy(row, tid, sizeof(ItemPointerData));
-	memcpy(spool_vector(row), v, CVEC_SIZE(state->dimensions));
+	if (!in_place)
+		memcpy(spool_vector(row), v, CVEC_SIZE(state->dimensions));
 	spool->groups[spool->rows++] = group;
 	return true;
 }
@@ -274,7 +286,7 @@ spool_put(LatticeBuild *state, ItemPointer tid, int group, const CVec *v)
 static void
 spool_free(Spool *spool)
 {
-	for (int64 chunk = 0; chunk * spool->rows_per_chunk < spool->rows; chunk++)
+	for (int64 chunk = 0; chunk < spool->chunk_count; chunk++)
 		pfree(spool->chunks[chunk]);
 	if (spool->chunks != NULL)
 		pfree(spool->chunks);
@@ -283,6 +295,7 @@ spool_free(Spool *spool)
 	spool->chunks = NULL;
 	spool->groups = NULL;
 	spool->rows = 0;
+	spool->chunk_count = 0;
 }
 
 /* A sort of (label, tid, vector) by label (NULL last), then heap order. */
@@ -345,7 +358,8 @@ spill_to_sort(LatticeBuild *state)
 
 /* Groups, counts and sums a row to index, and keeps it in the spool or the sort. */
 static void
-add_row(LatticeBuild *state, ItemPointer tid, Datum label, bool label_null, const CVec *v)
+add_row(LatticeBuild *state, ItemPointer tid, Datum label, bool label_null, const CVec *v,
+		bool in_spool)
 {
 	int			group;
 
@@ -360,12 +374,45 @@ add_row(LatticeBuild *state, ItemPointer tid, Datum label, bool label_null, cons
 	}
 	group = cvlattice_groups_find(state->groups, label, label_null);
 	cvlattice_groups_add(state->groups, group, tid, v->x);
-	if (state->sort == NULL && !spool_put(state, tid, group, v))
+	if (state->sort == NULL && !spool_put(state, tid, group, v, in_spool))
 		spill_to_sort(state);
 	if (state->sort != NULL)
 		sort_put(state, group, tid, v);
 	if ((++state->rows % PROGRESS_EVERY) == 0)
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
+}
+
+/*
+ * A row's vector.  One stored out of line and uncompressed (cvec's storage
+ * is external), of the build's dimensions, is read from its TOAST chunks
+ * straight into the spool's next row (*in_spool), not detoasted into a
+ * copy first; any other is detoasted.
+ */
+static CVec *
+read_vector(LatticeBuild *state, Datum value, bool *in_spool)
+{
+	struct varlena *stored = (struct varlena *) DatumGetPointer(value);
+	struct varatt_external pointer;
+	int32		size;
+	CVec	   *v;
+
+	*in_spool = false;
+	if (state->toast == NULL || state->groups == NULL || state->sort != NULL ||
+		!VARATT_IS_EXTERNAL_ONDISK(stored))
+		return DatumGetCVec(value);
+	VARATT_EXTERNAL_GET_POINTER(pointer, stored);
+	size = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
+	if (VARATT_EXTERNAL_IS_COMPRESSED(pointer) ||
+		pointer.va_toastrelid != RelationGetRelid(state->toast) ||
+		(Size) size + VARHDRSZ != CVEC_SIZE(state->dimensions) ||
+		!spool_reserve(&state->spool, state->build_context))
+		return DatumGetCVec(value);
+	v = spool_vector(spool_row(&state->spool, state->spool.rows));
+	SET_VARSIZE(v, size + VARHDRSZ);
+	table_relation_fetch_toast_slice(state->toast, pointer.va_valueid, size, 0, size,
+									 (struct varlena *) v);
+	*in_spool = true;
+	return v;
 }
 
 /* Rows with a vector (a nonzero one under cosine) are indexed. */
@@ -379,11 +426,12 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 
 	if (!isnull[vc])
 	{
-		CVec	   *v = DatumGetCVec(values[vc]);
+		bool		in_spool;
+		CVec	   *v = read_vector(state, values[vc], &in_spool);
 
 		check_build_dimensions(state, v);
 		if (cvivf_vector_is_indexable(state->metric, v->x, v->dim))
-			add_row(state, tid, values[1 - vc], isnull[1 - vc], v);
+			add_row(state, tid, values[1 - vc], isnull[1 - vc], v, in_spool);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(state->tuple_context);
@@ -633,7 +681,11 @@ cvlatticebuild(Relation heap, Relation index, IndexInfo *info)
 	state.build_context = CurrentMemoryContext;
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvlattice build tuple",
 												ALLOCSET_DEFAULT_SIZES);
+	if (OidIsValid(heap->rd_rel->reltoastrelid))
+		state.toast = table_open(heap->rd_rel->reltoastrelid, AccessShareLock);
 	scan_heap(&state, heap, info);
+	if (state.toast != NULL)
+		table_close(state.toast, AccessShareLock);
 	number_lists(&state);
 	write_index(&state, MAIN_FORKNUM);
 	/* PostgreSQL stores heap_tuples as the table's reltuples: every row */
