@@ -344,6 +344,8 @@ spill_to_sort(LatticeBuild *state)
 	Spool	   *spool = &state->spool;
 	MemoryContext old = MemoryContextSwitchTo(state->build_context);
 
+	elog(DEBUG1, "cvlattice build of \"%s\": rows beyond the %lld that fit maintenance_work_mem, sorting instead",
+		 RelationGetRelationName(state->index), (long long) spool->rows);
 	begin_sort(state);
 	MemoryContextSwitchTo(old);
 	for (int64 i = 0; i < spool->rows; i++)
