@@ -287,7 +287,8 @@ static void
 spool_free(Spool *spool)
 {
 	for (int64 chunk = 0; chunk < spool->chunk_count; chunk++)
-		pfree(spool->chunks[chunk]);
+		if (spool->chunks[chunk] != NULL)
+			pfree(spool->chunks[chunk]);
 	if (spool->chunks != NULL)
 		pfree(spool->chunks);
 	if (spool->groups != NULL)
@@ -351,8 +352,15 @@ spill_to_sort(LatticeBuild *state)
 	for (int64 i = 0; i < spool->rows; i++)
 	{
 		char	   *row = spool_row(spool, i);
+		int64		chunk = i / spool->rows_per_chunk;
 
 		sort_put(state, spool->groups[i], (ItemPointer) row, spool_vector(row));
+		/* a chunk goes as soon as the sort has its rows: memory stays near one budget */
+		if ((i + 1) % spool->rows_per_chunk == 0 || i + 1 == spool->rows)
+		{
+			pfree(spool->chunks[chunk]);
+			spool->chunks[chunk] = NULL;
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
 	spool_free(spool);
