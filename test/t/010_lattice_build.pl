@@ -8,7 +8,8 @@
 # with pageinspect, where it is installed), also where HOT chains make the
 # scan report a root TID after later ones; labels equal by the type's
 # comparison but with other bytes (numeric 3 and 3.00) share one list; rows
-# with a NULL vector are skipped and a NULL label is a list.
+# with a NULL vector are skipped and a NULL label is a list; vectors stored
+# out of line (read from their TOAST chunks into memory) and in line.
 
 use strict;
 use warnings FATAL => 'all';
@@ -114,6 +115,43 @@ SELECT count(*) FROM got WHERE ids IS DISTINCT FROM (CASE WHEN l >= 0
 	ELSE ARRAY(SELECT id FROM b WHERE b.c IS NULL ORDER BY b.v <-> (SELECT v FROM q LIMIT 1) LIMIT 10) END);
 ROLLBACK;});
 	is($mismatches, 0, "$index: label-filtered answers equal exact search");
+}
+
+# vectors read from TOAST chunks straight into memory (out of line) and
+# detoasted (in line), in memory and through the sort
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE w (id int, c int, v cvec(600));
+ALTER TABLE w ALTER v SET STORAGE EXTERNAL;
+INSERT INTO w SELECT i, i % 5, (SELECT array_agg(i % 5 + random()::real + 0 * j) FROM generate_series(1, 600) j)
+	FROM generate_series(1, 300) i;
+ALTER TABLE w ALTER v SET STORAGE MAIN;
+INSERT INTO w SELECT i, i % 5, (SELECT array_agg(i % 5 + random()::real + 0 * j) FROM generate_series(1, 600) j)
+	FROM generate_series(301, 600) i;
+});
+is($node->safe_psql('postgres', q{SELECT count(*) FILTER (WHERE pg_column_size(v) < 600 * 4) FROM w}),
+	0, 'the wide vectors are not compressed');
+cmp_ok($node->safe_psql('postgres', q{
+SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'w'}), '>', 0,
+	'some wide vectors are out of line');
+for my $mwm (qw(64MB 1MB))
+{
+	my ($rc, $out, $err) = $node->psql('postgres',
+		"SET maintenance_work_mem = '$mwm'; SET client_min_messages = debug1;
+		 CREATE INDEX w_lat ON w USING cvlattice (v, c)");
+	is($rc, 0, "wide vectors at $mwm: built");
+	is($err =~ /sorting instead/ ? 1 : 0, $mwm eq '1MB' ? 1 : 0, "wide vectors at $mwm: sorted only at 1MB");
+	is($node->psql('postgres', "SELECT cvlattice_verify('w_lat')"), 0, "wide vectors at $mwm: cvlattice_verify");
+	is( $node->safe_psql(
+			'postgres', q{
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+CREATE TEMP TABLE got AS SELECT l, ARRAY(SELECT id FROM w WHERE c = l
+	ORDER BY v <-> (SELECT v FROM w WHERE id = 7 * l + 1) LIMIT 10) AS ids FROM generate_series(0, 4) l;
+SET enable_indexscan = off; SET enable_seqscan = on;
+SELECT count(*) FROM got WHERE ids IS DISTINCT FROM ARRAY(SELECT id FROM w WHERE c = l
+	ORDER BY v <-> (SELECT v FROM w WHERE id = 7 * l + 1) LIMIT 10);}),
+		0, "wide vectors at $mwm: label-filtered answers equal exact search");
+	$node->safe_psql('postgres', 'DROP INDEX w_lat');
 }
 
 # heap order within each list, read from the data pages
