@@ -217,6 +217,7 @@ spool_init(Spool *spool, int dims)
 									   (int64) (SPOOL_CHUNK_BYTES / spool->row_size)));
 }
 
+/* Where spooled row number row lives. */
 static char *
 spool_row(const Spool *spool, int64 row)
 {
@@ -224,6 +225,7 @@ spool_row(const Spool *spool, int64 row)
 		(row % spool->rows_per_chunk) * spool->row_size;
 }
 
+/* A spooled row's vector, a cvec value after its TID. */
 static CVec *
 spool_vector(char *row)
 {
@@ -283,6 +285,7 @@ spool_put(LatticeBuild *state, ItemPointer tid, int group, const CVec *v, bool i
 	return true;
 }
 
+/* Frees the spool's memory; it is empty after. */
 static void
 spool_free(Spool *spool)
 {
@@ -447,6 +450,7 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 	MemoryContextReset(state->tuple_context);
 }
 
+/* The planner's estimate of the table's rows, for the progress view's total. */
 static double
 estimate_heap_rows(Relation heap)
 {
@@ -523,6 +527,7 @@ finish_means(LatticeBuild *state, float **centroids, double **norms)
 	}
 }
 
+/* How many rows a list gets. */
 static uint64
 list_members(LatticeBuild *state, int list)
 {

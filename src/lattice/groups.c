@@ -53,6 +53,7 @@ struct CvLatticeGroups
 
 #define INITIAL_KEY_SLOTS 1024
 
+/* No groups yet, in a memory context of their own under the current one. */
 CvLatticeGroups *
 cvlattice_groups_create(Relation index, const CvLatticeLabelType *type, int dimensions,
 						bool directions)
@@ -105,6 +106,7 @@ label_image(const CvLatticeLabelType *type, Datum label, Datum *scratch, const c
 	}
 }
 
+/* Whether a used slot holds exactly these label bytes. */
 static bool
 key_matches(const LabelKey *key, uint32 hash, const char *bytes, Size length)
 {
@@ -301,18 +303,14 @@ cvlattice_groups_add(CvLatticeGroups *groups, int group, ItemPointer tid, const 
 	g->members++;
 }
 
-int
-cvlattice_groups_count(const CvLatticeGroups *groups)
-{
-	return groups->count;
-}
-
+/* A group's label, count and list number. */
 CvLatticeGroup *
 cvlattice_groups_get(CvLatticeGroups *groups, int group)
 {
 	return &groups->groups[group];
 }
 
+/* A group's float64 sum of its members (cosine: of their directions). */
 const double *
 cvlattice_groups_sum(const CvLatticeGroups *groups, int group)
 {

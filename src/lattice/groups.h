@@ -27,7 +27,6 @@ extern CvLatticeGroups *cvlattice_groups_create(Relation index, const CvLatticeL
 extern int	cvlattice_groups_find(CvLatticeGroups *groups, Datum label, bool isnull);
 extern void cvlattice_groups_add(CvLatticeGroups *groups, int group, ItemPointer tid,
 								 const float *x);
-extern int	cvlattice_groups_count(const CvLatticeGroups *groups);
 extern CvLatticeGroup *cvlattice_groups_get(CvLatticeGroups *groups, int group);
 extern const double *cvlattice_groups_sum(const CvLatticeGroups *groups, int group);
 extern int	cvlattice_groups_number(CvLatticeGroups *groups, int **group_of_list);
