@@ -28,6 +28,13 @@ CREATE INDEX ON wide USING cvlattice (v, c);
 CREATE TABLE longlabel (c text, v cvec(2));
 INSERT INTO longlabel VALUES (repeat('x', 3000), '[1,2]');
 CREATE INDEX ON longlabel USING cvlattice (v, c);
+-- more distinct labels than an index has lists
+CREATE TABLE many (c int, v cvec(1));
+INSERT INTO many SELECT i, '[1]' FROM generate_series(1, 32769) i;
+CREATE INDEX ON many USING cvlattice (v, c);
+DELETE FROM many WHERE c = 1;
+CREATE INDEX many_lat ON many USING cvlattice (v, c);
+SELECT count(*), sum(members) FROM cvlattice_lists('many_lat');
 -- introspection of something that is not a cvlattice index
 CREATE INDEX lerr_ivf ON lerr USING cvivf (v);
 SELECT * FROM cvlattice_lists('lerr_ivf');
@@ -38,4 +45,4 @@ SELECT cvlattice_verify(0);
 SELECT * FROM cluster_health_observed('lerr_w');
 SELECT cluster_health_observed_reset('lerr_w');
 SELECT * FROM cluster_health_observed('lerr_ivf');
-DROP TABLE lerr, wide, longlabel;
+DROP TABLE lerr, wide, longlabel, many;

@@ -1,30 +1,61 @@
 /*
  * build.c: ambuild and ambuildempty of cvlattice.  One pass over the heap
- * feeds (label, tid, vector) to a tuplesort by label (the type's btree
- * order, NULL last) then heap order; a first read of the sorted rows groups
- * them by label (one list each, numbered in label order) and sums each
- * group in float64; a second read writes the lists, after the metapage and
- * the centroids (the means), through src/ivf/page.c's build writer; the
- * label pages come last.  No k-means and no sample: the user's labels are
- * the partition.
+ * (in block order, no synchronised scan) groups the rows by label as they
+ * come (groups.c: each group's count and float64 sum, its list number in
+ * label order at the end) and copies each row's heap TID and vector into a
+ * spool in memory.  Then the metapage, the centroids (the means) and the
+ * lists go out through src/ivf/page.c's build writer, each list's rows
+ * found in the spool by a counting placement (heap order within a list),
+ * and the label pages come last.  When the spool would outgrow
+ * maintenance_work_mem, its rows and the rest of the scan go to a tuplesort
+ * by label then TID instead, read once to write the lists.  No k-means and
+ * no sample: the user's labels are the partition.
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+#include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/pg_operator_d.h"
 #include "catalog/pg_type_d.h"
+#include "commands/progress.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "utils/datum.h"
+#include "optimizer/plancat.h"
+#include "pgstat.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/tuplesort.h"
 #include "utils/typcache.h"
 
+#include "lattice/groups.h"
 #include "lattice/lattice.h"
 #include "math/mean.h"
 #include "type/cvec.h"
+
+/* build phases, as pg_stat_progress_create_index reports them */
+#define CV_LATTICE_PHASE_GROUPING 2
+#define CV_LATTICE_PHASE_SORTING 3
+#define CV_LATTICE_PHASE_WRITING 4
+
+/* A spooled row: its heap TID, then its vector as a cvec value (header and floats). */
+#define SPOOL_VECTOR_OFFSET MAXALIGN(sizeof(ItemPointerData))
+#define SPOOL_CHUNK_BYTES (8 * 1024 * 1024)
+#define PROGRESS_EVERY 1024
+
+typedef struct Spool
+{
+	Size		row_size;
+	int64		rows;
+	int64		max_rows;		/* what maintenance_work_mem holds */
+	int64		rows_per_chunk;
+	char	  **chunks;
+	int64		chunk_count;	/* allocated */
+	int64		chunk_capacity;
+	int32	   *groups;			/* each row's group */
+	int64		groups_capacity;
+} Spool;
 
 typedef struct LatticeBuild
 {
@@ -33,19 +64,19 @@ typedef struct LatticeBuild
 	int			vector_column;	/* 0 or 1; the label is the other */
 	int			dimensions;		/* 0 until the first vector, unless declared */
 	CvLatticeLabelType type;
+	MemoryContext build_context;
 	MemoryContext tuple_context;
-	Tuplesortstate *sort;
+	CvLatticeGroups *groups;	/* NULL until the first indexed row */
+	Spool		spool;
+	Tuplesortstate *sort;		/* NULL while the rows fit the spool */
+	Relation	toast;			/* the heap's TOAST table, or NULL */
 	TupleTableSlot *slot;
 	TupleTableSlot *sorted_slot;
 	double		heap_tuples;
 	int64		rows;
-	/* the groups, one per list */
+	/* after the scan */
 	int			lists;
-	int			capacity;
-	bytea	  **labels;			/* NULL: the NULL label */
-	Datum		current;		/* the last group's label */
-	double	   *sums;			/* lists x dimensions */
-	uint64	   *members;
+	int		   *group_of_list;
 } LatticeBuild;
 
 /* The metric of a vector operator class's support function, or 0 for another. */
@@ -149,39 +180,129 @@ check_build_dimensions(LatticeBuild *state, const CVec *v)
 				 errhint("Declare the column as cvec(n) so every row has n dimensions.")));
 }
 
-/* Rows with a vector (a nonzero one under cosine) go to the sort. */
-static void
-sort_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *values,
-			  bool *isnull, bool alive pg_attribute_unused(), void *arg)
+/* Names of the build's sub-phases for pg_stat_progress_create_index. */
+char *
+cvlatticebuildphasename(int64 phasenum)
 {
-	LatticeBuild *state = (LatticeBuild *) arg;
-	MemoryContext old = MemoryContextSwitchTo(state->tuple_context);
-	TupleTableSlot *slot = state->slot;
-	int			vc = state->vector_column;
-	CVec	   *v;
-
-	if (!isnull[vc])
+	switch (phasenum)
 	{
-		v = DatumGetCVec(values[vc]);
-		check_build_dimensions(state, v);
-		if (cvivf_vector_is_indexable(state->metric, v->x, v->dim))
-		{
-			ExecClearTuple(slot);
-			slot->tts_values[0] = values[1 - vc];
-			slot->tts_isnull[0] = isnull[1 - vc];
-			slot->tts_values[1] = PointerGetDatum(tid);
-			slot->tts_values[2] = PointerGetDatum(v);
-			slot->tts_isnull[1] = slot->tts_isnull[2] = false;
-			ExecStoreVirtualTuple(slot);
-			tuplesort_puttupleslot(state->sort, slot);
-			state->rows++;
-		}
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case CV_LATTICE_PHASE_GROUPING:
+			return "grouping rows by label";
+		case CV_LATTICE_PHASE_SORTING:
+			return "sorting rows";
+		case CV_LATTICE_PHASE_WRITING:
+			return "writing lists";
 	}
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(state->tuple_context);
+	return NULL;
 }
 
-/* A sort of (label, tid, vector) by label (NULL last), then heap order; read twice. */
+/* The spool's bytes per row: the row, its group and its place in the write order. */
+static Size
+spool_bytes_per_row(const Spool *spool)
+{
+	return spool->row_size + sizeof(int32) + sizeof(uint32);
+}
+
+/* An empty spool for vectors of dims dimensions, as large as maintenance_work_mem allows. */
+static void
+spool_init(Spool *spool, int dims)
+{
+	memset(spool, 0, sizeof(*spool));
+	spool->row_size = MAXALIGN(SPOOL_VECTOR_OFFSET + CVEC_SIZE(dims));
+	spool->max_rows = Min((int64) PG_UINT32_MAX,
+						  (int64) maintenance_work_mem * 1024 / spool_bytes_per_row(spool));
+	spool->rows_per_chunk = Max(1, Min(spool->max_rows,
+									   (int64) (SPOOL_CHUNK_BYTES / spool->row_size)));
+}
+
+/* Where spooled row number row lives. */
+static char *
+spool_row(const Spool *spool, int64 row)
+{
+	return spool->chunks[row / spool->rows_per_chunk] +
+		(row % spool->rows_per_chunk) * spool->row_size;
+}
+
+/* A spooled row's vector, a cvec value after its TID. */
+static CVec *
+spool_vector(char *row)
+{
+	return (CVec *) (row + SPOOL_VECTOR_OFFSET);
+}
+
+/*
+ * Room for the next row (spool_row(spool, spool->rows)), in context; false
+ * when maintenance_work_mem is reached.  Asking again before the row is
+ * added changes nothing.
+ */
+static bool
+spool_reserve(Spool *spool, MemoryContext context)
+{
+	int64		chunk = spool->rows / spool->rows_per_chunk;
+
+	if (spool->rows >= spool->max_rows)
+		return false;
+	if (spool->rows == spool->groups_capacity)
+	{
+		spool->groups_capacity = Min(spool->max_rows, Max(1024, spool->groups_capacity * 2));
+		spool->groups = spool->groups == NULL ?
+			MemoryContextAllocHuge(context, sizeof(int32) * spool->groups_capacity) :
+			repalloc_huge(spool->groups, sizeof(int32) * spool->groups_capacity);
+	}
+	if (chunk < spool->chunk_count)
+		return true;
+	if (chunk == spool->chunk_capacity)
+	{
+		spool->chunk_capacity = Max(16, spool->chunk_capacity * 2);
+		spool->chunks = spool->chunks == NULL ?
+			MemoryContextAlloc(context, sizeof(char *) * spool->chunk_capacity) :
+			repalloc(spool->chunks, sizeof(char *) * spool->chunk_capacity);
+	}
+	spool->chunks[spool->chunk_count++] =
+		MemoryContextAllocHuge(context, spool->row_size * spool->rows_per_chunk);
+	return true;
+}
+
+/*
+ * Adds a row to the spool, copying its vector unless read_vector already
+ * put it in place; false when the spool is full.
+ */
+static bool
+spool_put(LatticeBuild *state, ItemPointer tid, int group, const CVec *v, bool in_place)
+{
+	Spool	   *spool = &state->spool;
+	char	   *row;
+
+	if (!in_place && !spool_reserve(spool, state->build_context))
+		return false;
+	row = spool_row(spool, spool->rows);
+	memcpy(row, tid, sizeof(ItemPointerData));
+	if (!in_place)
+		memcpy(spool_vector(row), v, CVEC_SIZE(state->dimensions));
+	spool->groups[spool->rows++] = group;
+	return true;
+}
+
+/* Frees the spool's memory; it is empty after. */
+static void
+spool_free(Spool *spool)
+{
+	for (int64 chunk = 0; chunk < spool->chunk_count; chunk++)
+		if (spool->chunks[chunk] != NULL)
+			pfree(spool->chunks[chunk]);
+	if (spool->chunks != NULL)
+		pfree(spool->chunks);
+	if (spool->groups != NULL)
+		pfree(spool->groups);
+	spool->chunks = NULL;
+	spool->groups = NULL;
+	spool->rows = 0;
+	spool->chunk_count = 0;
+}
+
+/* A sort of (label, tid, vector) by label (NULL last), then heap order. */
 static void
 begin_sort(LatticeBuild *state)
 {
@@ -200,80 +321,163 @@ begin_sort(LatticeBuild *state)
 	state->slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	state->sorted_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	state->sort = tuplesort_begin_heap(desc, 2, columns, operators, collations, nulls_first,
-									   maintenance_work_mem, NULL, TUPLESORT_RANDOMACCESS);
+									   maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
-/* Opens the next group (list) for a label. */
+/* Hands one row to the sort; the label is its group's. */
 static void
-start_group(LatticeBuild *state, Datum label, bool isnull)
+sort_put(LatticeBuild *state, int group, ItemPointer tid, const CVec *v)
 {
-	if (state->lists == CVIVF_MAX_LISTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("cvlattice index \"%s\" would have more than %d labels",
-						RelationGetRelationName(state->index), CVIVF_MAX_LISTS),
-				 errhint("Use fewer distinct labels, or a cvivf index.")));
-	if (state->lists == state->capacity)
-	{
-		state->capacity = Max(64, state->capacity * 2);
-		state->labels = repalloc_huge(state->labels, sizeof(bytea *) * state->capacity);
-		state->members = repalloc_huge(state->members, sizeof(uint64) * state->capacity);
-		state->sums = repalloc_huge(state->sums,
-									sizeof(double) * state->dimensions * state->capacity);
-	}
-	state->labels[state->lists] = isnull ? NULL : cvlattice_label_bytes(&state->type, label);
-	if (!isnull)
-		state->current = cvlattice_label_datum(&state->type, VARDATA(state->labels[state->lists]),
-											   VARSIZE(state->labels[state->lists]) - VARHDRSZ);
-	state->members[state->lists] = 0;
-	memset(state->sums + (Size) state->lists * state->dimensions, 0,
-		   sizeof(double) * state->dimensions);
-	state->lists++;
+	CvLatticeGroup *g = cvlattice_groups_get(state->groups, group);
+	TupleTableSlot *slot = state->slot;
+
+	ExecClearTuple(slot);
+	slot->tts_values[0] = g->datum;
+	slot->tts_isnull[0] = g->label == NULL;
+	slot->tts_values[1] = PointerGetDatum(tid);
+	slot->tts_values[2] = PointerGetDatum(v);
+	slot->tts_isnull[1] = slot->tts_isnull[2] = false;
+	ExecStoreVirtualTuple(slot);
+	tuplesort_puttupleslot(state->sort, slot);
 }
 
-/* Whether a sorted row's label differs from the current group's. */
-static bool
-new_label(LatticeBuild *state, Datum label, bool isnull)
-{
-	const bytea *current;
-
-	if (state->lists == 0)
-		return true;
-	current = state->labels[state->lists - 1];
-	if (isnull || current == NULL)
-		return isnull != (current == NULL);
-	return cvlattice_compare(&state->type, label, state->current) != 0;
-}
-
-/* First read of the sorted rows: the groups, their sizes and float64 sums. */
+/* The spool is full: its rows, and from now on every row, go to a tuplesort. */
 static void
-group_rows(LatticeBuild *state)
+spill_to_sort(LatticeBuild *state)
 {
-	bool		directions = state->metric == CV_METRIC_COSINE;
-	bool		isnull;
+	Spool	   *spool = &state->spool;
+	MemoryContext old = MemoryContextSwitchTo(state->build_context);
 
-	state->labels = palloc(sizeof(bytea *));
-	state->members = palloc(sizeof(uint64));
-	state->sums = palloc(sizeof(double));
-	while (tuplesort_gettupleslot(state->sort, true, false, state->sorted_slot, NULL))
+	elog(DEBUG1, "cvlattice build of \"%s\": rows beyond the %lld that fit maintenance_work_mem, sorting instead",
+		 RelationGetRelationName(state->index), (long long) spool->rows);
+	begin_sort(state);
+	MemoryContextSwitchTo(old);
+	for (int64 i = 0; i < spool->rows; i++)
 	{
-		Datum		label = slot_getattr(state->sorted_slot, 1, &isnull);
-		MemoryContext old;
-		CVec	   *v;
+		char	   *row = spool_row(spool, i);
+		int64		chunk = i / spool->rows_per_chunk;
 
-		if (new_label(state, label, isnull))
-			start_group(state, label, isnull);
-		old = MemoryContextSwitchTo(state->tuple_context);
-		v = DatumGetCVec(slot_getattr(state->sorted_slot, 3, &isnull));
-		cv_mean_add(state->sums + (Size) (state->lists - 1) * state->dimensions, v->x,
-					state->dimensions, directions);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(state->tuple_context);
-		state->members[state->lists - 1]++;
+		sort_put(state, spool->groups[i], (ItemPointer) row, spool_vector(row));
+		/* a chunk goes as soon as the sort has its rows: memory stays near one budget */
+		if ((i + 1) % spool->rows_per_chunk == 0 || i + 1 == spool->rows)
+		{
+			pfree(spool->chunks[chunk]);
+			spool->chunks[chunk] = NULL;
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
+	spool_free(spool);
 }
 
+/* Groups, counts and sums a row to index, and keeps it in the spool or the sort. */
+static void
+add_row(LatticeBuild *state, ItemPointer tid, Datum label, bool label_null, const CVec *v,
+		bool in_spool)
+{
+	int			group;
+
+	if (state->groups == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(state->build_context);
+
+		state->groups = cvlattice_groups_create(state->index, &state->type, state->dimensions,
+												state->metric == CV_METRIC_COSINE);
+		spool_init(&state->spool, state->dimensions);
+		MemoryContextSwitchTo(old);
+	}
+	group = cvlattice_groups_find(state->groups, label, label_null);
+	cvlattice_groups_add(state->groups, group, tid, v->x);
+	if (state->sort == NULL && !spool_put(state, tid, group, v, in_spool))
+		spill_to_sort(state);
+	if (state->sort != NULL)
+		sort_put(state, group, tid, v);
+	if ((++state->rows % PROGRESS_EVERY) == 0)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
+}
+
+/*
+ * A row's vector.  One stored out of line and uncompressed (cvec's storage
+ * is external), of the build's dimensions, is read from its TOAST chunks
+ * straight into the spool's next row (*in_spool), not detoasted into a
+ * copy first; any other is detoasted.
+ */
+static CVec *
+read_vector(LatticeBuild *state, Datum value, bool *in_spool)
+{
+	struct varlena *stored = (struct varlena *) DatumGetPointer(value);
+	struct varatt_external pointer;
+	int32		size;
+	CVec	   *v;
+
+	*in_spool = false;
+	if (state->toast == NULL || state->groups == NULL || state->sort != NULL ||
+		!VARATT_IS_EXTERNAL_ONDISK(stored))
+		return DatumGetCVec(value);
+	VARATT_EXTERNAL_GET_POINTER(pointer, stored);
+	size = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
+	if (VARATT_EXTERNAL_IS_COMPRESSED(pointer) ||
+		pointer.va_toastrelid != RelationGetRelid(state->toast) ||
+		(Size) size + VARHDRSZ != CVEC_SIZE(state->dimensions) ||
+		!spool_reserve(&state->spool, state->build_context))
+		return DatumGetCVec(value);
+	v = spool_vector(spool_row(&state->spool, state->spool.rows));
+	SET_VARSIZE(v, size + VARHDRSZ);
+	table_relation_fetch_toast_slice(state->toast, pointer.va_valueid, size, 0, size,
+									 (struct varlena *) v);
+	*in_spool = true;
+	return v;
+}
+
+/* Rows with a vector (a nonzero one under cosine) are indexed. */
+static void
+build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *values,
+			   bool *isnull, bool alive pg_attribute_unused(), void *arg)
+{
+	LatticeBuild *state = (LatticeBuild *) arg;
+	MemoryContext old = MemoryContextSwitchTo(state->tuple_context);
+	int			vc = state->vector_column;
+
+	if (!isnull[vc])
+	{
+		bool		in_spool;
+		CVec	   *v = read_vector(state, values[vc], &in_spool);
+
+		check_build_dimensions(state, v);
+		if (cvivf_vector_is_indexable(state->metric, v->x, v->dim))
+			add_row(state, tid, values[1 - vc], isnull[1 - vc], v, in_spool);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(state->tuple_context);
+}
+
+/* The planner's estimate of the table's rows, for the progress view's total. */
+static double
+estimate_heap_rows(Relation heap)
+{
+	BlockNumber pages;
+	double		tuples;
+	double		allvisfrac;
+
+	estimate_rel_size(heap, NULL, &pages, &tuples, &allvisfrac);
+	return tuples;
+}
+
+/*
+ * The scan, in block order (no synchronised scan, which could start
+ * mid-table), so each group's rows arrive in heap order except where a HOT
+ * chain's root TID stands for a later tuple of its page.
+ */
+static void
+scan_heap(LatticeBuild *state, Relation heap, IndexInfo *info)
+{
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CV_LATTICE_PHASE_GROUPING);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL,
+								 (int64) Max(estimate_heap_rows(heap), 0));
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
+	state->heap_tuples = table_index_build_scan(heap, state->index, info, false, true,
+												build_callback, state, NULL);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
+}
 /* The metapage of a cvlattice index with lists lists laid out as cvivf lays them out. */
 static void
 init_lattice_meta(CvIvfMetaPageData *meta, CvMetric metric, int dims, int lists)
@@ -304,7 +508,8 @@ place_centroids(CvIvfBuildWriter *writer, const CvIvfMetaPageData *meta)
 	}
 }
 
-/* The means, as float4 centroids and their norms. */
+
+/* The means, as float4 centroids and their norms, in list order. */
 static void
 finish_means(LatticeBuild *state, float **centroids, double **norms)
 {
@@ -313,37 +518,132 @@ finish_means(LatticeBuild *state, float **centroids, double **norms)
 	*centroids = palloc_extended(sizeof(float) * dim * Max(state->lists, 1), MCXT_ALLOC_HUGE);
 	*norms = palloc(sizeof(double) * Max(state->lists, 1));
 	for (int list = 0; list < state->lists; list++)
-		(*norms)[list] = cv_mean_finish(state->sums + list * dim, state->members[list], dim,
-										*centroids + list * dim);
+	{
+		int			group = state->group_of_list[list];
+
+		(*norms)[list] = cv_mean_finish(cvlattice_groups_sum(state->groups, group),
+										cvlattice_groups_get(state->groups, group)->members,
+										dim, *centroids + list * dim);
+	}
 }
 
-/* Second read of the sorted rows: list after list onto pages. */
-static void
-write_lists(LatticeBuild *state, CvIvfBuildWriter *writer)
+/* How many rows a list gets. */
+static uint64
+list_members(LatticeBuild *state, int list)
 {
-	bool		isnull;
+	return cvlattice_groups_get(state->groups, state->group_of_list[list])->members;
+}
 
-	tuplesort_rescan(state->sort);
+/* Orders two spooled rows (given by their numbers) by heap TID. */
+static int
+compare_spooled_tids(const void *a, const void *b, void *arg)
+{
+	const Spool *spool = (const Spool *) arg;
+
+	return ItemPointerCompare((ItemPointer) spool_row(spool, *(const uint32 *) a),
+							  (ItemPointer) spool_row(spool, *(const uint32 *) b));
+}
+
+/*
+ * The spooled rows' numbers in write order: list after list (a counting
+ * placement by each row's list), heap order within a list.  *starts gets
+ * where each list begins, lists + 1 entries.
+ */
+static uint32 *
+place_spooled_rows(LatticeBuild *state, int64 **starts)
+{
+	Spool	   *spool = &state->spool;
+	uint32	   *order = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(uint32) * Max(spool->rows, 1));
+	int64	   *next = palloc(sizeof(int64) * (state->lists + 1));
+
+	*starts = palloc(sizeof(int64) * (state->lists + 1));
+	(*starts)[0] = 0;
+	for (int list = 0; list < state->lists; list++)
+		(*starts)[list + 1] = (*starts)[list] + list_members(state, list);
+	memcpy(next, *starts, sizeof(int64) * (state->lists + 1));
+	for (int64 i = 0; i < spool->rows; i++)
+		order[next[cvlattice_groups_get(state->groups, spool->groups[i])->list]++] = (uint32) i;
+	for (int list = 0; list < state->lists; list++)
+		if (cvlattice_groups_get(state->groups, state->group_of_list[list])->out_of_order)
+			qsort_arg(order + (*starts)[list], (*starts)[list + 1] - (*starts)[list],
+					  sizeof(uint32), compare_spooled_tids, spool);
+	pfree(next);
+	return order;
+}
+
+/* Counts a written row for the progress view, and lets a cancel in. */
+static void
+count_written(int64 written)
+{
+	if (written % PROGRESS_EVERY == 0)
+	{
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, written);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* The lists from the spool, list after list onto pages. */
+static void
+write_spooled_lists(LatticeBuild *state, CvIvfBuildWriter *writer)
+{
+	int64	   *starts;
+	uint32	   *order = place_spooled_rows(state, &starts);
+	int64		written = 0;
+
 	for (int list = 0; list < state->lists; list++)
 	{
 		cvivf_writer_start_list(writer, list);
-		for (uint64 i = 0; i < state->members[list]; i++)
+		for (int64 i = starts[list]; i < starts[list + 1]; i++)
 		{
-			MemoryContext old;
+			char	   *row = spool_row(&state->spool, order[i]);
+
+			cvivf_writer_add(writer, (ItemPointer) row, spool_vector(row)->x);
+			count_written(++written);
+		}
+	}
+	pfree(order);
+	pfree(starts);
+	spool_free(&state->spool);
+}
+
+/* The lists from the sort, which returns them in list order. */
+static void
+write_sorted_lists(LatticeBuild *state, CvIvfBuildWriter *writer)
+{
+	int64		written = 0;
+	bool		isnull;
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CV_LATTICE_PHASE_SORTING);
+	tuplesort_performsort(state->sort);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CV_LATTICE_PHASE_WRITING);
+	for (int list = 0; list < state->lists; list++)
+	{
+		cvivf_writer_start_list(writer, list);
+		for (uint64 i = 0; i < list_members(state, list); i++)
+		{
 			CVec	   *v;
 
 			if (!tuplesort_gettupleslot(state->sort, true, false, state->sorted_slot, NULL))
-				elog(ERROR, "cvlattice build lost rows between its two reads");
-			old = MemoryContextSwitchTo(state->tuple_context);
+				elog(ERROR, "cvlattice build lost rows in its sort");
 			v = DatumGetCVec(slot_getattr(state->sorted_slot, 3, &isnull));
 			cvivf_writer_add(writer, (ItemPointer) DatumGetPointer(
 								 slot_getattr(state->sorted_slot, 2, &isnull)), v->x);
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(state->tuple_context);
-			CHECK_FOR_INTERRUPTS();
+			count_written(++written);
 		}
 	}
 	tuplesort_end(state->sort);
+}
+
+/* Each list's label, in list order (NULL: the NULL label), for the label pages. */
+static const bytea *const *
+list_labels(LatticeBuild *state)
+{
+	const bytea **labels = palloc(sizeof(bytea *) * Max(state->lists, 1));
+
+	for (int list = 0; list < state->lists; list++)
+		labels[list] = cvlattice_groups_get(state->groups, state->group_of_list[list])->label;
+	return labels;
 }
 
 /* Writes the whole index: metapage, centroids, directory, lists, labels. */
@@ -360,10 +660,23 @@ write_index(LatticeBuild *state, ForkNumber fork)
 	place_centroids(writer, &meta);
 	finish_means(state, &centroids, &norms);
 	cvivf_writer_centroids(writer, centroids, norms);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CV_LATTICE_PHASE_WRITING);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->rows);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
 	if (state->sort != NULL)
-		write_lists(state, writer);
-	cvlattice_write_label_pages(writer, (const bytea *const *) state->labels, state->lists);
+		write_sorted_lists(state, writer);
+	else if (state->groups != NULL)
+		write_spooled_lists(state, writer);
+	cvlattice_write_label_pages(writer, list_labels(state), state->lists);
 	cvivf_writer_finish(writer);
+}
+
+/* The lists, numbered in label order, once the scan has made the groups. */
+static void
+number_lists(LatticeBuild *state)
+{
+	if (state->groups != NULL)
+		state->lists = cvlattice_groups_number(state->groups, &state->group_of_list);
 }
 
 IndexBuildResult *
@@ -380,13 +693,15 @@ cvlatticebuild(Relation heap, Relation index, IndexInfo *info)
 	state.metric = lattice_metric(index);
 	state.dimensions = declared_dimensions(index);
 	cvlattice_label_type(index, &state.type);
+	state.build_context = CurrentMemoryContext;
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvlattice build tuple",
 												ALLOCSET_DEFAULT_SIZES);
-	begin_sort(&state);
-	state.heap_tuples = table_index_build_scan(heap, index, info, true, true,
-											   sort_callback, &state, NULL);
-	tuplesort_performsort(state.sort);
-	group_rows(&state);
+	if (OidIsValid(heap->rd_rel->reltoastrelid))
+		state.toast = table_open(heap->rd_rel->reltoastrelid, AccessShareLock);
+	scan_heap(&state, heap, info);
+	if (state.toast != NULL)
+		table_close(state.toast, AccessShareLock);
+	number_lists(&state);
 	write_index(&state, MAIN_FORKNUM);
 	/* PostgreSQL stores heap_tuples as the table's reltuples: every row */
 	result->heap_tuples = state.heap_tuples;

@@ -66,7 +66,7 @@ cvlatticehandler(PG_FUNCTION_ARGS)
 	am->amcostestimate = cvivfcostestimate;
 	am->amoptions = cvlatticeoptions;
 	am->amproperty = NULL;
-	am->ambuildphasename = NULL;
+	am->ambuildphasename = cvlatticebuildphasename;
 	am->amvalidate = cvlatticevalidate;
 	am->amadjustmembers = NULL;
 	am->ambeginscan = cvivfbeginscan;

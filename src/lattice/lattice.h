@@ -121,6 +121,7 @@ extern void cvlattice_write_label_pages(CvIvfBuildWriter *writer, const bytea *c
 /* build.c, insert.c, vacuum.c, validate.c (cost: cvivf's, see src/ivf/cost.c) */
 extern IndexBuildResult *cvlatticebuild(Relation heap, Relation index, IndexInfo *info);
 extern void cvlatticebuildempty(Relation index);
+extern char *cvlatticebuildphasename(int64 phasenum);
 extern int	cvlattice_vector_column(Relation index);
 extern bool cvlatticeinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 							Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
