@@ -155,7 +155,7 @@ cv_open_cvivf(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
 Relation
 cv_open_cvlattice(Oid indexid, CvIndexUse use, const char *function, Relation *heap)
 {
-	return open_index(indexid, "cvlattice", cvlatticebuild, use, function, heap);
+	return open_index(indexid, "cvlattice", cvlatticebuild_baseline, use, function, heap);
 }
 
 /* Whether the relation is an index of access method am (no lock taken). */

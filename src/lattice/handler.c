@@ -57,7 +57,7 @@ cvlatticehandler(PG_FUNCTION_ARGS)
 	am->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
 	am->amkeytype = InvalidOid;
 
-	am->ambuild = cvlatticebuild;
+	am->ambuild = cvlatticebuild_baseline;
 	am->ambuildempty = cvlatticebuildempty;
 	am->aminsert = cvlatticeinsert;
 	am->ambulkdelete = cvlatticebulkdelete;

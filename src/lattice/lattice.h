@@ -120,6 +120,9 @@ extern void cvlattice_write_label_pages(CvIvfBuildWriter *writer, const bytea *c
 
 /* build.c, insert.c, vacuum.c, validate.c (cost: cvivf's, see src/ivf/cost.c) */
 extern IndexBuildResult *cvlatticebuild(Relation heap, Relation index, IndexInfo *info);
+/* baseline.c: the build, then the baseline of cvivf_health (src/ivf/drift.c) */
+extern IndexBuildResult *cvlatticebuild_baseline(Relation heap, Relation index,
+												 IndexInfo *info);
 extern void cvlatticebuildempty(Relation index);
 extern int	cvlattice_vector_column(Relation index);
 extern bool cvlatticeinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
