@@ -219,8 +219,13 @@ CREATE OPERATOR CLASS cvec_cosine_ops
 	OPERATOR 1 <=> (cvec, cvec) FOR ORDER BY float_ops,
 	FUNCTION 1 cosine_distance(cvec, cvec);
 
+-- Per list: live tuples, centroid norm, then since the build (NULL for an
+-- index built before clustervec recorded it): the build's tuples, inserts,
+-- deletes, the build's mean distance of members to the centroid; the centroid.
 CREATE FUNCTION cvivf_lists(index regclass)
-	RETURNS TABLE(list integer, tuples bigint, centroid_norm float8)
+	RETURNS TABLE(list integer, tuples bigint, centroid_norm float8,
+	              build_tuples bigint, inserted_since_build bigint,
+	              deleted_since_build bigint, build_mean_distance float8, centroid cvec)
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
 CREATE FUNCTION cvivf_list_of(index regclass, v cvec) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE;
@@ -234,6 +239,20 @@ CREATE FUNCTION cvivf_recall(index regclass, queries int DEFAULT 100, k int DEFA
                              OUT min_recall float8, OUT mean_returned float8, OUT rows bigint,
                              OUT ms_per_query float8, OUT elapsed_ms float8)
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL RESTRICTED;
+
+-- drift since the build and a recommendation, for cvivf and cvlattice (health.c);
+-- reads the directory only, unless exact (then every list)
+CREATE FUNCTION cvivf_health(index regclass, exact boolean DEFAULT false,
+                             OUT kind text, OUT lists integer, OUT rows bigint,
+                             OUT build_rows bigint, OUT inserted_since_build bigint,
+                             OUT deleted_since_build bigint, OUT changed_fraction float8,
+                             OUT list_size_max_mean float8, OUT list_size_cv float8,
+                             OUT build_list_size_max_mean float8, OUT build_list_size_cv float8,
+                             OUT mean_distance_build float8, OUT mean_distance_now float8,
+                             OUT distance_ratio float8, OUT dead_space_fraction float8,
+                             OUT index_blocks bigint, OUT build_blocks bigint,
+                             OUT recommendation text, OUT reason text)
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- cvlattice: an index over the user's own clusters ---------------------------
 -- CREATE INDEX ON items USING cvlattice (embedding cvec_l2_ops, cluster_label):

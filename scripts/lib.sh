@@ -38,6 +38,8 @@ CV_DEB_PACKAGES=(
 	python3-psycopg
 	python3-pandas
 	python3-matplotlib
+	# test/t/012_pg_cron.pl: the README's pg_cron recipes under the real pg_cron
+	"postgresql-${PG_MAJOR}-cron"
 	# scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes, llvm-symbolizer
 	clang
 	libclang-rt-14-dev

@@ -73,6 +73,8 @@ INSERT INTO priv_functions VALUES
 	 $$SELECT cvivf_verify(%2$L)$$),
 	('cvivf_recall(regclass,integer,integer,integer,integer)', 'reads',
 	 $$SELECT queries FROM cvivf_recall(%2$L, 5, 3)$$),
+	('cvivf_health(regclass,boolean)', 'reads',
+	 $$SELECT rows FROM cvivf_health(%2$L, true)$$),
 	('cvlattice_lists(regclass)', 'reads',
 	 $$SELECT count(*) FROM cvlattice_lists((%1$L || '_lattice')::regclass)$$),
 	('cvlattice_verify(regclass)', 'reads',

@@ -8,17 +8,21 @@
 * ``cluster_health(conn, table, label, vector, **params)``: a DataFrame.
 * ``report(df, path, title=None)``: one self-contained HTML page
   (``python3 -m clustervec.report`` does both from the command line).
+* ``health_history(conn, table)`` and ``history_report(df, path)``: a
+  cluster_health history table (the README's pg_cron snapshot) and its HTML
+  page of drift over time (``python3 -m clustervec.report --history``).
 """
 
 from ._codec import decode_binary, decode_text, encode_binary, encode_text
 from ._driver import driver_of
 from ._types import Cvec
-from .health import cluster_health
+from .health import cluster_health, health_history
 
 __version__ = "0.1.0"
 
 __all__ = ["Cvec", "cluster_health", "decode_binary", "decode_text", "encode_binary",
-           "encode_text", "register", "register_pgvector", "report"]
+           "encode_text", "health_history", "history_report", "register", "register_pgvector",
+           "report"]
 
 
 def register(conn, name="cvec"):
@@ -61,3 +65,10 @@ def report(df, path, title=None):
     ``path``.  Needs matplotlib (imported only here)."""
     from ._report import report as write_report
     return write_report(df, path, title=title)
+
+
+def history_report(df, path, title=None):
+    """Write the HTML page of a cluster_health history (``health_history``'s
+    rows) to ``path``; returns ``path``.  Needs matplotlib."""
+    from ._history import history_report as write_history
+    return write_history(df, path, title=title)

@@ -75,6 +75,28 @@ def cluster_health(conn, table, label, vector, frame=None, **params):
     return _result(names, oids, rows, frame)
 
 
+def health_history(conn, table, frame=None):
+    """Every row of a cluster_health history table (the README's pg_cron
+    snapshot: ``taken_at``, the ``summary_*`` columns, cluster_health's
+    columns), ordered by ``taken_at`` (then ``cluster`` when it has one).
+    ``table`` as for cluster_health; the server resolves it (regclass) and
+    quotes it, so nothing of the caller's text is formatted into the SQL.
+    Returns a DataFrame or a list of dicts, as cluster_health does."""
+    driver = driver_of(conn)
+    cursor_owner = getattr(conn, "connection", None) if driver.is_cursor(conn) else conn
+    with cursor_owner.cursor() as cur:
+        cur.execute("SELECT %(t)s::text::regclass::text, EXISTS (SELECT FROM pg_attribute "
+                    "WHERE attrelid = %(t)s::text::regclass AND attname = 'cluster' "
+                    "AND NOT attisdropped)", {"t": relation_text(table)})
+        name, has_cluster = cur.fetchone()
+        order = "taken_at, cluster" if has_cluster else "taken_at"
+        cur.execute(driver.sql.SQL("SELECT * FROM {} ORDER BY " + order).format(driver.sql.SQL(name)))
+        names = [d.name for d in cur.description]
+        oids = [d.type_code for d in cur.description]
+        rows = cur.fetchall()
+    return _result(names, oids, rows, frame)
+
+
 def _pandas(required):
     try:
         import pandas

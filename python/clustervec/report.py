@@ -1,7 +1,9 @@
-"""Command line: run cluster_health on a table and write the HTML report.
+"""Command line: run cluster_health on a table and write the HTML report,
+or render a cluster_health history table (the README's pg_cron snapshot).
 
     python3 -m clustervec.report --dsn DSN --table T --label L --vector V \\
         --out PATH [--title TITLE] [--param NAME=VALUE ...]
+    python3 -m clustervec.report --dsn DSN --history TABLE --out PATH [--title TITLE]
 
 Prints the path of the written file (absolute) on stdout.  Connects with
 psycopg 3 when it is installed, else psycopg2; an empty DSN takes libpq's
@@ -20,7 +22,7 @@ import sys
 import types
 
 from ._report import report
-from .health import PARAMETERS, cluster_health
+from .health import PARAMETERS, cluster_health, health_history
 
 
 def _connect(dsn):
@@ -48,24 +50,40 @@ def _params(pairs):
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python3 -m clustervec.report",
-        description="Run cluster_health on a table and write one self-contained HTML report.")
+        description="Run cluster_health on a table and write one self-contained HTML report, "
+                    "or (--history) render a cluster_health history table over time.")
     parser.add_argument("--dsn", required=True, help="libpq connection string ('' for the environment)")
-    parser.add_argument("--table", required=True, help="table, as SQL spells it (schema.name, \"Quoted\")")
-    parser.add_argument("--label", required=True, help="the cluster label column")
-    parser.add_argument("--vector", required=True, help="the cvec column")
+    parser.add_argument("--table", help="table, as SQL spells it (schema.name, \"Quoted\")")
+    parser.add_argument("--label", help="the cluster label column")
+    parser.add_argument("--vector", help="the cvec column")
+    parser.add_argument("--history", metavar="TABLE",
+                        help="a history table (taken_at, summary_* and cluster_health's columns) "
+                             "instead of --table/--label/--vector")
     parser.add_argument("--out", required=True, help="the HTML file to write")
     parser.add_argument("--title", help="page title (default: names the table)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a cluster_health argument, e.g. outlier_z=2.5 (repeatable)")
     args = parser.parse_args(argv)
+    if args.history is not None:
+        if args.table or args.label or args.vector or args.param:
+            parser.error("--history takes no --table, --label, --vector or --param")
+    elif not (args.table and args.label and args.vector):
+        parser.error("--table, --label and --vector are required (or --history TABLE)")
     params = _params(args.param)
     conn = _connect(args.dsn)
     try:
-        df = cluster_health(conn, args.table, args.label, args.vector, **params)
+        if args.history is not None:
+            df = health_history(conn, args.history)
+        else:
+            df = cluster_health(conn, args.table, args.label, args.vector, **params)
     finally:
         conn.close()
-    title = args.title or "cluster_health of %s (%s by %s)" % (args.table, args.vector, args.label)
-    report(df, args.out, title=title)
+    if args.history is not None:
+        from ._history import history_report
+        history_report(df, args.out, title=args.title or "cluster_health history of %s" % args.history)
+    else:
+        title = args.title or "cluster_health of %s (%s by %s)" % (args.table, args.vector, args.label)
+        report(df, args.out, title=title)
     print(os.path.abspath(args.out))
     return 0
 

@@ -6,7 +6,9 @@
  * give the same sample).  k-means (src/math) turns the sample into
  * centroids.  Pass 2 reads the heap again, assigns each row to its nearest
  * centroid in batches, and feeds (list, tid, vector) to a tuplesort.  Pass 3
- * writes the lists in order through page.c.
+ * writes the lists in order through page.c, summing each member's distance
+ * to its centroid on the way: the baseline cvivf_health compares with
+ * (drift.c), written after the lists.
  */
 #include "postgres.h"
 
@@ -71,6 +73,8 @@ typedef struct BuildState
 	TupleTableSlot *slot;		/* rows going into the sort */
 	TupleTableSlot *sorted_slot;	/* rows coming out of it */
 	int64		assigned;
+	/* pass 3 */
+	CvIvfDistanceSums *baseline;
 } BuildState;
 
 /* palloc-based allocator for src/math, so an ERROR cannot leak memory. */
@@ -505,6 +509,9 @@ write_lists(BuildState *state, CvIvfBuildWriter *writer)
 		if (list != current)
 			cvivf_writer_start_list(writer, current = list);
 		cvivf_writer_add(writer, tid, v->x);
+		cvivf_distance_sums_add(state->baseline, state->metric, list, v->x,
+								state->centroids + (Size) list * state->dimensions,
+								state->dimensions);
 		if ((++written & 1023) == 0)
 		{
 			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, written);
@@ -604,6 +611,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	{
 		result->heap_tuples = state.heap_tuples;
 		write_empty_index(index, MAIN_FORKNUM, state.metric, state.dimensions);
+		cvivf_record_baseline(index, cvivf_distance_sums_new(1));
 		ereport(NOTICE,
 				(errmsg("cvivf index \"%s\" was built on a table without vectors",
 						RelationGetRelationName(index)),
@@ -619,8 +627,10 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	meta.sample_rows = state.sample_count;
 	writer = cvivf_writer_begin(index, MAIN_FORKNUM, &meta);
 	cvivf_writer_centroids(writer, centroids, norms);
+	state.baseline = cvivf_distance_sums_new(lists);
 	write_lists(&state, writer);
 	cvivf_writer_finish(writer);
+	cvivf_record_baseline(index, state.baseline);
 	if (state.gpu_served)
 		cv_gpu_count_served(CV_GPU_SERVED_BUILD);
 	/* PostgreSQL stores heap_tuples as the table's reltuples: every row, not the indexed ones */

@@ -26,6 +26,11 @@ PG_FUNCTION_INFO_V1(cvivf_lists);
 PG_FUNCTION_INFO_V1(cvivf_list_of);
 PG_FUNCTION_INFO_V1(cvivf_verify);
 
+/*
+ * One row per list: its live tuples and centroid norm, then the figures
+ * since the build (drift.c; NULL for an index built before it recorded
+ * them) and the centroid.
+ */
 Datum
 cvivf_lists(PG_FUNCTION_ARGS)
 {
@@ -33,20 +38,39 @@ cvivf_lists(PG_FUNCTION_ARGS)
 	Relation	heap;
 	Relation	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_lists", &heap);
 	CvIvfMetaPageData meta;
+	CvIvfListDrift *drift;
+	bool		baseline;
+	float	   *centroids;
 
 	InitMaterializedSRF(fcinfo, 0);
 	cvivf_read_meta(index, &meta);
+	drift = cvivf_read_list_drift(index, &meta, &baseline);
+	centroids = cvivf_read_centroids(index, &meta);
 	for (uint32 list = 0; list < meta.lists; list++)
 	{
 		CvIvfListEntry entry;
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		Datum		values[8];
+		bool		nulls[8] = {0};
 
 		cvivf_read_list_entry(index, &meta, list, &entry);
 		values[0] = Int32GetDatum(list);
 		values[1] = Int64GetDatum(entry.tuples);
 		values[2] = Float8GetDatum(entry.centroid_norm);
-		nulls[2] = (meta.flags & CVIVF_META_NO_CENTROIDS) != 0;
+		nulls[2] = nulls[7] = centroids == NULL;
+		values[3] = Int64GetDatum(drift[list].build_tuples);
+		values[4] = Int64GetDatum(drift[list].inserted);
+		values[5] = Int64GetDatum(drift[list].deleted);
+		nulls[3] = nulls[4] = nulls[5] = !baseline;
+		values[6] = Float8GetDatum(drift[list].build_mean_distance);
+		nulls[6] = isnan(drift[list].build_mean_distance);
+		if (centroids != NULL)
+		{
+			CVec	   *centroid = cvec_alloc(meta.dimensions);
+
+			memcpy(centroid->x, centroids + (Size) list * meta.dimensions,
+				   sizeof(float) * meta.dimensions);
+			values[7] = PointerGetDatum(centroid);
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	index_close(index, NoLock);

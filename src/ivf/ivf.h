@@ -17,7 +17,8 @@
  * added without a version bump: a cvivf metapage written before them ends
  * earlier, and the bytes past its end are zero (PageInit zeroes the page),
  * which reads as kind CV_INDEX_KIND_IVF with the default directory entry.
- * The reuse pages were added the same way: none until a VACUUM makes them.
+ * The reuse pages were added the same way: none until a VACUUM makes them,
+ * and so were the drift pages: none in an index built before them.
  *
  * Space reuse.  Every tuple of an index has the same size, so a dead tuple
  * is a slot a new tuple fits exactly: an insert fills the first dead slot
@@ -71,6 +72,7 @@
 /* 5 is cvlattice's label page (src/lattice/lattice.h) */
 #define CVIVF_PAGE_REUSE 6		/* per list, where its dead slots are */
 #define CVIVF_PAGE_FREE 7		/* a reclaimed page, recorded in the FSM */
+#define CVIVF_PAGE_DRIFT 8		/* per list, its build-time baseline */
 
 /* metapage flags */
 #define CVIVF_META_NO_CENTROIDS 0x0001	/* built on an empty table: one list */
@@ -93,6 +95,23 @@ typedef CvIvfPageOpaqueData *CvIvfPageOpaque;
 				MAXALIGN(sizeof(CvIvfPageOpaqueData))) / 16))
 #define CVIVF_MAX_REUSE_PAGES \
 	((CVIVF_MAX_LISTS + CVIVF_REUSE_ENTRIES_PER_PAGE - 1) / CVIVF_REUSE_ENTRIES_PER_PAGE)
+
+/*
+ * Drift pages: one CvIvfDriftEntry (24 bytes) per list the build made, the
+ * baseline cvivf_health compares the index with.  Written once, after the
+ * build's lists (src/ivf/drift.c measures, page.c writes), and listed in
+ * the metapage; afterwards only VACUUM changes them, counting the tuples it
+ * flags dead in the record that flags them.  Every build records one (with
+ * build_blocks, never 0 then, even for a build without lists); an index
+ * built before them has build_blocks 0: its figures since the build are
+ * unknown until a REINDEX.  A cvlattice list made after the build has no
+ * entry.
+ */
+#define CVIVF_DRIFT_ENTRIES_PER_PAGE \
+	((uint32) ((BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - \
+				MAXALIGN(sizeof(CvIvfPageOpaqueData))) / 24))
+#define CVIVF_MAX_DRIFT_PAGES \
+	((CVIVF_MAX_LISTS + CVIVF_DRIFT_ENTRIES_PER_PAGE - 1) / CVIVF_DRIFT_ENTRIES_PER_PAGE)
 
 typedef struct CvIvfMetaPageData
 {
@@ -122,6 +141,11 @@ typedef struct CvIvfMetaPageData
 	/* zero in metapages written before space reuse (see the header) */
 	uint32		reuse_pages;	/* entries used in reuse_blocks */
 	BlockNumber reuse_blocks[CVIVF_MAX_REUSE_PAGES];
+	/* zero in metapages written before drift pages (see the header) */
+	uint32		drift_pages;	/* entries used in drift_blocks */
+	uint32		drift_lists;	/* lists the drift pages cover: the build's */
+	BlockNumber build_blocks;	/* the index's size right after its build */
+	BlockNumber drift_blocks[CVIVF_MAX_DRIFT_PAGES];
 } CvIvfMetaPageData;
 
 typedef CvIvfMetaPageData *CvIvfMetaPage;
@@ -157,6 +181,21 @@ typedef struct CvIvfListEntry
 	float8		centroid_norm;
 } CvIvfListEntry;
 
+/*
+ * A list's build-time baseline.  build_mean_distance: the mean of its
+ * members' distances to its centroid at the build, by the index's own
+ * order-by distance (NaN for a list the build left empty).  Inserts since
+ * the build are not counted here (an insert's record has no page to
+ * spare): live = build_tuples + inserted - deleted_since_build gives them
+ * for cvivf, and cvlattice's directory entry counts them.
+ */
+typedef struct CvIvfDriftEntry
+{
+	uint64		build_tuples;
+	uint64		deleted_since_build;	/* flagged dead by VACUUM */
+	float8		build_mean_distance;
+} CvIvfDriftEntry;
+
 typedef struct CvIvfTupleHeader
 {
 	ItemPointerData heap_tid;
@@ -165,6 +204,7 @@ typedef struct CvIvfTupleHeader
 
 StaticAssertDecl(sizeof(CvIvfTupleHeader) == 8, "tuple header must be 8 bytes");
 StaticAssertDecl(sizeof(CvIvfReuseEntry) == 16, "reuse entry must be 16 bytes");
+StaticAssertDecl(sizeof(CvIvfDriftEntry) == 24, "drift entry must be 24 bytes");
 StaticAssertDecl(sizeof(CvIvfMetaPageData) <= BLCKSZ / 2, "the metapage fits its page");
 
 #define CvIvfPageGetOpaque(page) ((CvIvfPageOpaque) PageGetSpecialPointer(page))
@@ -272,6 +312,8 @@ extern bool cvivf_read_reuse_entry(Relation index, const CvIvfMetaPageData *meta
 								   CvIvfReuseEntry *entry);
 extern CvIvfReuseEntry *cvivf_reuse_entry(Page page, int list);
 extern void cvivf_check_page(Relation index, Page page, BlockNumber block, uint16 kind);
+extern bool cvivf_read_drift(Relation index, const CvIvfMetaPageData *meta,
+							 CvIvfDriftEntry *entries);
 extern void cvivf_read_vector_at(Relation index, const CvIvfMetaPageData *meta,
 								 BlockNumber block, Size offset, float *out);
 
@@ -328,6 +370,7 @@ extern bool cvivf_reclaim_page(Relation index, BlockNumber block,
 extern int	cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list,
 							BlockNumber block, const Size *offsets, int count,
 							BufferAccessStrategy strategy);
+extern void cvivf_write_drift(Relation index, const CvIvfDriftEntry *entries, uint32 lists);
 extern void cvivf_bump_generation(Relation index);
 extern void cvivf_set_dimensions(Relation index, int dimensions);
 
@@ -361,6 +404,36 @@ extern void cvivfcostestimate(struct PlannerInfo *root, struct IndexPath *path,
 							  Selectivity *selectivity, double *correlation,
 							  double *pages);
 extern bool cvivfvalidate(Oid opclassoid);
+
+/* drift.c: the build-time baseline and what cvivf_health measures now */
+typedef struct CvIvfDistanceSums
+{
+	uint32		lists;
+	double	   *sums;			/* per list, distances of its members to its centroid */
+	uint64	   *counts;
+} CvIvfDistanceSums;
+
+extern CvIvfDistanceSums *cvivf_distance_sums_new(uint32 lists);
+extern void cvivf_distance_sums_add(CvIvfDistanceSums *sums, CvMetric metric, int list,
+									const float *vector, const float *centroid, int dim);
+extern void cvivf_measure_lists(Relation index, const CvIvfMetaPageData *meta,
+								CvIvfDistanceSums *sums);
+extern void cvivf_record_baseline(Relation index, const CvIvfDistanceSums *sums);
+extern void cvivf_measure_baseline(Relation index);
+
+/* One list's figures since the build, as cvivf_lists and cvivf_health report them. */
+typedef struct CvIvfListDrift
+{
+	uint64		tuples;			/* live now */
+	bool		in_baseline;	/* the build's drift entry covers it */
+	uint64		build_tuples;
+	uint64		inserted;		/* since the build */
+	uint64		deleted;		/* since the build */
+	double		build_mean_distance;	/* NaN: unknown or an empty list */
+} CvIvfListDrift;
+
+extern CvIvfListDrift *cvivf_read_list_drift(Relation index, const CvIvfMetaPageData *meta,
+											 bool *have_baseline);
 
 /* introspect.c */
 extern void cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblocks);

@@ -868,10 +868,77 @@ cvivf_reclaim_page(Relation index, BlockNumber block, BufferAccessStrategy strat
 }
 
 /*
+ * Writes the drift pages of a just-built index (the baseline of lists
+ * lists), each as a full image, then one record that lists them in the
+ * metapage.  Nobody else sees an index under construction, and a crash
+ * before the last record leaves only pages nothing lists.
+ */
+void
+cvivf_write_drift(Relation index, const CvIvfDriftEntry *entries, uint32 lists)
+{
+	BlockNumber blocks[CVIVF_MAX_DRIFT_PAGES];
+	uint32		pages = 0;
+	Buffer		meta_buf;
+	GenericXLogState *state;
+	CvIvfMetaPage meta;
+
+	Assert(lists <= CVIVF_MAX_LISTS);
+	for (uint32 first = 0; first < lists; first += CVIVF_DRIFT_ENTRIES_PER_PAGE)
+	{
+		Buffer		buf = cvivf_extend(index, MAIN_FORKNUM, true);
+		PGAlignedBlock image;
+
+		cvivf_page_init(image.data, CVIVF_PAGE_DRIFT);
+		cvivf_page_append(image.data, entries + first,
+						  sizeof(CvIvfDriftEntry) * Min(CVIVF_DRIFT_ENTRIES_PER_PAGE, lists - first));
+		blocks[pages++] = BufferGetBlockNumber(buf);
+		write_page_image(index, buf, image.data);
+	}
+	meta_buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+	LockBuffer(meta_buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(meta_buf), CVIVF_METAPAGE_BLKNO, CVIVF_PAGE_META);
+	state = GenericXLogStart(index);
+	meta = register_whole_meta(state, meta_buf);
+	memcpy(meta->drift_blocks, blocks, sizeof(BlockNumber) * pages);
+	meta->drift_pages = pages;
+	meta->drift_lists = lists;
+	meta->build_blocks = RelationGetNumberOfBlocks(index);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(meta_buf);
+}
+
+/* The drift page holding a list's entry, locked exclusively; InvalidBuffer for none. */
+static Buffer
+lock_drift_page(Relation index, const CvIvfMetaPageData *meta, int list,
+				BufferAccessStrategy strategy)
+{
+	uint32		page_index = (uint32) list / CVIVF_DRIFT_ENTRIES_PER_PAGE;
+	Buffer		buf;
+
+	if ((uint32) list >= meta->drift_lists || page_index >= meta->drift_pages)
+		return InvalidBuffer;
+	buf = ReadBufferExtended(index, MAIN_FORKNUM, meta->drift_blocks[page_index], RBM_NORMAL,
+							 strategy);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(buf), meta->drift_blocks[page_index], CVIVF_PAGE_DRIFT);
+	return buf;
+}
+
+/* A list's drift entry on its (registered) drift page. */
+static CvIvfDriftEntry *
+drift_entry(Page page, int list)
+{
+	return (CvIvfDriftEntry *) ((char *) page + CVIVF_PAGE_DATA_START) +
+		(uint32) list % CVIVF_DRIFT_ENTRIES_PER_PAGE;
+}
+
+/*
  * Sets the dead flag of the tuples whose headers start at offsets on block,
  * and subtracts them from their list's count in the same WAL record, so a
  * crash between two pages never leaves a count that disagrees with the
- * flags.  The directory page is locked first, as inserts do.
+ * flags; the list's drift entry (if it has one) counts them as deleted in
+ * that record too.  The directory page is locked first, as inserts do, and
+ * the drift page last (only VACUUM writes it).
  */
 int
 cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list, BlockNumber block,
@@ -880,6 +947,7 @@ cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list, BlockNu
 	BlockNumber dir_block = cvivf_directory_block(meta, list);
 	Buffer		dir_buf = ReadBufferExtended(index, MAIN_FORKNUM, dir_block, RBM_NORMAL, strategy);
 	Buffer		buf;
+	Buffer		drift_buf;
 	GenericXLogState *state;
 	Page		page;
 	CvIvfListEntry *entry;
@@ -890,6 +958,7 @@ cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list, BlockNu
 	buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_DATA);
+	drift_buf = lock_drift_page(index, meta, list, strategy);
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, buf, 0);
 	entry = (CvIvfListEntry *) cvivf_directory_entry(GenericXLogRegisterBuffer(state, dir_buf, 0),
@@ -905,10 +974,15 @@ cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int list, BlockNu
 		}
 	}
 	entry->tuples -= Min(entry->tuples, (uint64) marked);
+	if (marked > 0 && BufferIsValid(drift_buf))
+		drift_entry(GenericXLogRegisterBuffer(state, drift_buf, 0), list)->deleted_since_build +=
+			marked;
 	if (marked > 0)
 		GenericXLogFinish(state);
 	else
 		GenericXLogAbort(state);
+	if (BufferIsValid(drift_buf))
+		UnlockReleaseBuffer(drift_buf);
 	UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(dir_buf);
 	return marked;

@@ -6,6 +6,7 @@
 #include "postgres.h"
 
 #include "storage/bufmgr.h"
+#include "utils/float.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -557,6 +558,44 @@ cvivf_read_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,
 	cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_REUSE);
 	memcpy(entry, cvivf_reuse_entry(BufferGetPage(buf), list), sizeof(CvIvfReuseEntry));
 	UnlockReleaseBuffer(buf);
+	return true;
+}
+
+/*
+ * Every list's drift entry (meta->lists of them); false, and nothing read,
+ * for an index built before drift pages (build_blocks 0: every build that
+ * records a baseline sets it, even one with no list to cover).  A list the baseline does not
+ * cover (a cvlattice list made since the build) reads as an empty list with
+ * no distance.
+ */
+bool
+cvivf_read_drift(Relation index, const CvIvfMetaPageData *meta, CvIvfDriftEntry *entries)
+{
+	uint32		covered = Min(meta->drift_lists, meta->lists);
+
+	if (meta->build_blocks == 0)
+		return false;
+	for (uint32 first = 0; first < covered; first += CVIVF_DRIFT_ENTRIES_PER_PAGE)
+	{
+		uint32		page_index = first / CVIVF_DRIFT_ENTRIES_PER_PAGE;
+		BlockNumber block = meta->drift_blocks[page_index];
+		Buffer		buf;
+
+		if (page_index >= meta->drift_pages)
+			break;
+		buf = ReadBuffer(index, block);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_DRIFT);
+		memcpy(entries + first, PageGetContents(BufferGetPage(buf)),
+			   sizeof(CvIvfDriftEntry) * Min(CVIVF_DRIFT_ENTRIES_PER_PAGE, covered - first));
+		UnlockReleaseBuffer(buf);
+	}
+	for (uint32 list = covered; list < meta->lists; list++)
+	{
+		entries[list].build_tuples = 0;
+		entries[list].deleted_since_build = 0;
+		entries[list].build_mean_distance = get_float8_nan();
+	}
 	return true;
 }
 

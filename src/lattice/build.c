@@ -77,6 +77,8 @@ typedef struct LatticeBuild
 	/* after the scan */
 	int			lists;
 	int		   *group_of_list;
+	const float *centroids;		/* the means, while the lists are written */
+	CvIvfDistanceSums *baseline;	/* cvivf_health's build-time distances */
 } LatticeBuild;
 
 /* The metric of a vector operator class's support function, or 0 for another. */
@@ -572,6 +574,17 @@ place_spooled_rows(LatticeBuild *state, int64 **starts)
 	return order;
 }
 
+/* Writes one row of a list, summing its distance to the list's mean for the baseline. */
+static void
+write_row(LatticeBuild *state, CvIvfBuildWriter *writer, int list, ItemPointer tid,
+		  const float *vector)
+{
+	cvivf_writer_add(writer, tid, vector);
+	cvivf_distance_sums_add(state->baseline, state->metric, list, vector,
+							state->centroids + (Size) list * state->dimensions,
+							state->dimensions);
+}
+
 /* Counts a written row for the progress view, and lets a cancel in. */
 static void
 count_written(int64 written)
@@ -598,7 +611,7 @@ write_spooled_lists(LatticeBuild *state, CvIvfBuildWriter *writer)
 		{
 			char	   *row = spool_row(&state->spool, order[i]);
 
-			cvivf_writer_add(writer, (ItemPointer) row, spool_vector(row)->x);
+			write_row(state, writer, list, (ItemPointer) row, spool_vector(row)->x);
 			count_written(++written);
 		}
 	}
@@ -627,8 +640,9 @@ write_sorted_lists(LatticeBuild *state, CvIvfBuildWriter *writer)
 			if (!tuplesort_gettupleslot(state->sort, true, false, state->sorted_slot, NULL))
 				elog(ERROR, "cvlattice build lost rows in its sort");
 			v = DatumGetCVec(slot_getattr(state->sorted_slot, 3, &isnull));
-			cvivf_writer_add(writer, (ItemPointer) DatumGetPointer(
-								 slot_getattr(state->sorted_slot, 2, &isnull)), v->x);
+			write_row(state, writer, list,
+					  (ItemPointer) DatumGetPointer(slot_getattr(state->sorted_slot, 2, &isnull)),
+					  v->x);
 			count_written(++written);
 		}
 	}
@@ -660,6 +674,8 @@ write_index(LatticeBuild *state, ForkNumber fork)
 	place_centroids(writer, &meta);
 	finish_means(state, &centroids, &norms);
 	cvivf_writer_centroids(writer, centroids, norms);
+	state->centroids = centroids;
+	state->baseline = cvivf_distance_sums_new(Max(state->lists, 1));
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CV_LATTICE_PHASE_WRITING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->rows);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
@@ -669,6 +685,7 @@ write_index(LatticeBuild *state, ForkNumber fork)
 		write_spooled_lists(state, writer);
 	cvlattice_write_label_pages(writer, list_labels(state), state->lists);
 	cvivf_writer_finish(writer);
+	cvivf_record_baseline(state->index, state->baseline);
 }
 
 /* The lists, numbered in label order, once the scan has made the groups. */
