@@ -534,8 +534,9 @@ write_empty_index(Relation index, ForkNumber fork, CvMetric metric, int dims)
 	cvivf_writer_finish(writer);
 }
 
-static double
-estimate_heap_rows(Relation heap)
+/* The planner's estimate of the table's rows (a build's progress total, its sample's size). */
+double
+cvivf_estimate_heap_rows(Relation heap)
 {
 	BlockNumber pages;
 	double		tuples;
@@ -549,7 +550,7 @@ estimate_heap_rows(Relation heap)
 static void
 sample_rows(BuildState *state, IndexInfo *info)
 {
-	double		estimate = estimate_heap_rows(state->heap);
+	double		estimate = cvivf_estimate_heap_rows(state->heap);
 
 	state->estimated_rows = estimate;
 	state->estimated_lists = choose_lists(state->options, estimate);

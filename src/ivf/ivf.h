@@ -375,6 +375,7 @@ extern void cvivf_bump_generation(Relation index);
 extern void cvivf_set_dimensions(Relation index, int dimensions);
 
 /* build.c, insert.c, scan.c, vacuum.c, cost.c, validate.c */
+extern double cvivf_estimate_heap_rows(Relation heap);
 extern IndexBuildResult *cvivfbuild(Relation heap, Relation index, IndexInfo *info);
 extern void cvivfbuildempty(Relation index);
 extern bool cvivfinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,

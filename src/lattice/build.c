@@ -452,18 +452,6 @@ build_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *val
 	MemoryContextReset(state->tuple_context);
 }
 
-/* The planner's estimate of the table's rows, for the progress view's total. */
-static double
-estimate_heap_rows(Relation heap)
-{
-	BlockNumber pages;
-	double		tuples;
-	double		allvisfrac;
-
-	estimate_rel_size(heap, NULL, &pages, &tuples, &allvisfrac);
-	return tuples;
-}
-
 /*
  * The scan, in block order (no synchronised scan, which could start
  * mid-table), so each group's rows arrive in heap order except where a HOT
@@ -474,7 +462,7 @@ scan_heap(LatticeBuild *state, Relation heap, IndexInfo *info)
 {
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CV_LATTICE_PHASE_GROUPING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL,
-								 (int64) Max(estimate_heap_rows(heap), 0));
+								 (int64) Max(cvivf_estimate_heap_rows(heap), 0));
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
 	state->heap_tuples = table_index_build_scan(heap, state->index, info, false, true,
 												build_callback, state, NULL);
