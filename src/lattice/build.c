@@ -22,7 +22,6 @@
 #include "commands/progress.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "optimizer/plancat.h"
 #include "pgstat.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
