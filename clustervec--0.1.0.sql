@@ -239,6 +239,14 @@ CREATE FUNCTION cvivf_recall(index regclass, queries int DEFAULT 100, k int DEFA
                              OUT min_recall float8, OUT mean_returned float8, OUT rows bigint,
                              OUT ms_per_query float8, OUT elapsed_ms float8)
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE CALLED ON NULL INPUT PARALLEL RESTRICTED;
+-- recall@10 against probes, for clustervec.target_recall (calibrate.c): measured
+-- again over the index's rows and stored, or as stored
+CREATE FUNCTION cvivf_calibrate(index regclass, queries int DEFAULT 500,
+                                OUT probes int, OUT recall float8, OUT k int, OUT source text)
+	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION cvivf_calibration(index regclass,
+                                  OUT probes int, OUT recall float8, OUT k int, OUT source text)
+	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- drift since the build and a recommendation, for cvivf and cvlattice (health.c);
 -- reads the directory only, unless exact (then every list)

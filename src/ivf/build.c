@@ -8,7 +8,8 @@
  * centroid in batches, and feeds (list, tid, vector) to a tuplesort.  Pass 3
  * writes the lists in order through page.c, summing each member's distance
  * to its centroid on the way: the baseline cvivf_health compares with
- * (drift.c), written after the lists.
+ * (drift.c), written after the lists.  Last, the sample calibrates recall
+ * against probes for clustervec.target_recall (calibrate.c).
  */
 #include "postgres.h"
 
@@ -632,6 +633,9 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	write_lists(&state, writer);
 	cvivf_writer_finish(writer);
 	cvivf_record_baseline(index, state.baseline);
+	cvivf_calibrate_sample(index, state.metric, state.sample, state.sample_count,
+						   state.dimensions, centroids, lists, state.rows,
+						   (uint64) state.options->seed);
 	if (state.gpu_served)
 		cv_gpu_count_served(CV_GPU_SERVED_BUILD);
 	/* PostgreSQL stores heap_tuples as the table's reltuples: every row, not the indexed ones */

@@ -24,13 +24,15 @@ probed_fraction(Oid index_oid, int *dimensions)
 {
 	Relation	index = index_open(index_oid, NoLock);
 	CvIvfMetaPageData meta;
+	int			probes;
 
 	cvivf_read_meta(index, &meta);
+	probes = cvivf_scan_probes(index, &meta);
 	index_close(index, NoLock);
 	*dimensions = meta.dimensions;
 	if ((meta.flags & CVIVF_META_NO_CENTROIDS) || meta.lists <= 1)
 		return 1.0;
-	return (double) Min((uint32) cvivf_probes, meta.lists) / meta.lists;
+	return (double) Min((uint32) probes, meta.lists) / meta.lists;
 }
 
 void

@@ -18,7 +18,8 @@
  * earlier, and the bytes past its end are zero (PageInit zeroes the page),
  * which reads as kind CV_INDEX_KIND_IVF with the default directory entry.
  * The reuse pages were added the same way: none until a VACUUM makes them,
- * and so were the drift pages: none in an index built before them.
+ * and so were the drift pages: none in an index built before them, and the
+ * recall calibration: no points in an index built before it.
  *
  * Space reuse.  Every tuple of an index has the same size, so a dead tuple
  * is a slot a new tuple fits exactly: an insert fills the first dead slot
@@ -113,6 +114,27 @@ typedef CvIvfPageOpaqueData *CvIvfPageOpaque;
 #define CVIVF_MAX_DRIFT_PAGES \
 	((CVIVF_MAX_LISTS + CVIVF_DRIFT_ENTRIES_PER_PAGE - 1) / CVIVF_DRIFT_ENTRIES_PER_PAGE)
 
+/*
+ * The recall calibration clustervec.target_recall reads (src/ivf/calibrate.c
+ * measures it, page.c writes it into the metapage): recall@k at probes,
+ * probes ascending, only where the recall rises, so the first point at or
+ * above a target is the smallest probes reaching it (thinned to evenly
+ * spaced recall levels when the curve rises more often than it has points).
+ */
+#define CVIVF_CALIBRATION_POINTS 128
+#define CVIVF_CALIBRATED_BY_BUILD 1 /* the build's k-means sample */
+#define CVIVF_CALIBRATED_BY_ROWS 2	/* cvivf_calibrate, over the index's rows */
+
+typedef struct CvIvfCalibration
+{
+	uint32		points;			/* 0: not calibrated */
+	uint16		k;				/* recall@k */
+	uint16		source;			/* CVIVF_CALIBRATED_BY_* */
+	uint32		queries;		/* sampled queries it averages */
+	uint32		probes[CVIVF_CALIBRATION_POINTS];
+	float4		recall[CVIVF_CALIBRATION_POINTS];
+} CvIvfCalibration;
+
 typedef struct CvIvfMetaPageData
 {
 	uint32		magic;
@@ -146,6 +168,8 @@ typedef struct CvIvfMetaPageData
 	uint32		drift_lists;	/* lists the drift pages cover: the build's */
 	BlockNumber build_blocks;	/* the index's size right after its build */
 	BlockNumber drift_blocks[CVIVF_MAX_DRIFT_PAGES];
+	/* zero in metapages written before calibration (see the header) */
+	CvIvfCalibration calibration;
 } CvIvfMetaPageData;
 
 typedef CvIvfMetaPageData *CvIvfMetaPage;
@@ -241,6 +265,7 @@ typedef struct CvIvfOptions
 extern int	cvivf_probes;
 extern int	cvivf_iterative_scan;
 extern int	cvivf_max_probes;
+extern double cvivf_target_recall;	/* clustervec.target_recall, 0: off */
 extern bool cvlattice_observe;	/* clustervec.observe */
 extern int	cv_gpu_assign_mode;	/* clustervec.gpu_assign: CV_GPU_ASSIGN_* */
 
@@ -249,6 +274,8 @@ extern int	cv_gpu_assign_mode;	/* clustervec.gpu_assign: CV_GPU_ASSIGN_* */
 
 extern void cvivf_define_settings(void);
 extern int	cvivf_scan_limit(int lists);
+extern int	cvivf_scan_limit_for(int lists, int probes);
+extern int	cvivf_scan_probes(Relation index, const CvIvfMetaPageData *meta);
 
 /* handler.c */
 extern bytea *cvivfoptions(Datum reloptions, bool validate);
@@ -372,6 +399,7 @@ extern int	cvivf_mark_dead(Relation index, const CvIvfMetaPageData *meta, int li
 							BufferAccessStrategy strategy);
 extern void cvivf_write_drift(Relation index, const CvIvfDriftEntry *entries, uint32 lists);
 extern void cvivf_bump_generation(Relation index);
+extern void cvivf_write_calibration(Relation index, const CvIvfCalibration *calibration);
 extern void cvivf_set_dimensions(Relation index, int dimensions);
 
 /* build.c, insert.c, scan.c, vacuum.c, cost.c, validate.c */
@@ -421,6 +449,11 @@ extern void cvivf_measure_lists(Relation index, const CvIvfMetaPageData *meta,
 								CvIvfDistanceSums *sums);
 extern void cvivf_record_baseline(Relation index, const CvIvfDistanceSums *sums);
 extern void cvivf_measure_baseline(Relation index);
+
+/* calibrate.c: the recall calibration of clustervec.target_recall */
+extern void cvivf_calibrate_sample(Relation index, CvMetric metric, const float *sample,
+								   int64 count, int dims, const float *centroids, int lists,
+								   int64 rows, uint64 seed);
 
 /* One list's figures since the build, as cvivf_lists and cvivf_health report them. */
 typedef struct CvIvfListDrift

@@ -1004,6 +1004,22 @@ cvivf_bump_generation(Relation index)
 	UnlockReleaseBuffer(buf);
 }
 
+/* Replaces the metapage's recall calibration (build and cvivf_calibrate). */
+void
+cvivf_write_calibration(Relation index, const CvIvfCalibration *calibration)
+{
+	Buffer		buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+	GenericXLogState *state;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(buf), CVIVF_METAPAGE_BLKNO, CVIVF_PAGE_META);
+	state = GenericXLogStart(index);
+	/* a metapage written before calibration ends before it */
+	register_whole_meta(state, buf)->calibration = *calibration;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
 /* Records the dimensions of an index that was built without knowing them. */
 void
 cvivf_set_dimensions(Relation index, int dimensions)

@@ -238,6 +238,7 @@ static double
 recall_through_index(Recall *r, int q)
 {
 	int			saved_probes = cvivf_probes;
+	double		saved_target = cvivf_target_recall;
 	CVec	   *query = cvec_alloc(r->dims);
 	double		bound = cv_topk_worst(&r->exact[q]);
 	int			found = 0,
@@ -250,6 +251,7 @@ recall_through_index(Recall *r, int q)
 	ScanKeyEntryInitialize(&orderby, SK_ORDER_BY, r->index_attno, InvalidStrategy, InvalidOid,
 						   InvalidOid, InvalidOid, PointerGetDatum(query));
 	cvivf_probes = r->probes;
+	cvivf_target_recall = 0;	/* r->probes already is the target's */
 	PG_TRY();
 	{
 		scan = index_beginscan(r->heap, r->index, GetActiveSnapshot(), 0, 1);
@@ -265,6 +267,7 @@ recall_through_index(Recall *r, int q)
 	PG_FINALLY();
 	{
 		cvivf_probes = saved_probes;
+		cvivf_target_recall = saved_target;
 	}
 	PG_END_TRY();
 	ExecDropSingleTupleTableSlot(slot);
@@ -405,7 +408,7 @@ cvivf_recall(PG_FUNCTION_ARGS)
 	INSTR_TIME_SET_CURRENT(start);
 	r.wanted = PG_GETARG_INT32(1);
 	r.k = PG_GETARG_INT32(2);
-	r.probes = PG_ARGISNULL(3) ? cvivf_probes : PG_GETARG_INT32(3);
+	r.probes = PG_ARGISNULL(3) ? 1 : PG_GETARG_INT32(3);
 	r.seed = PG_GETARG_INT32(4);
 	check_arguments(&r);
 	r.index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_recall", &r.heap,
@@ -413,6 +416,8 @@ cvivf_recall(PG_FUNCTION_ARGS)
 	find_vector_column(&r);
 	cvivf_read_meta(r.index, &r.meta);
 	r.dims = r.meta.dimensions;
+	if (PG_ARGISNULL(3))
+		r.probes = cvivf_scan_probes(r.index, &r.meta);
 	r.probes = Min(r.probes, (int) Max(r.meta.lists, 1));
 	r.sample = palloc(sizeof(SampledRow) * r.wanted);
 	scan_rows(&r, visit_for_sample);

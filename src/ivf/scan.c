@@ -1,6 +1,7 @@
 /*
  * scan.c: ordered index scans.  The query is ranked against every centroid;
- * the nearest clustervec.probes lists are read and their tuples returned in
+ * the nearest clustervec.probes lists (or the calibrated number that reaches
+ * clustervec.target_recall, settings.c) are read and their tuples returned in
  * non-decreasing distance from a binary heap (only the tuples the executor
  * asks for are ever ordered).  With clustervec.iterative_scan the scan then
  * opens the next-nearest lists while the executor keeps asking (a filtered
@@ -51,6 +52,7 @@ typedef struct CvIvfScanState
 {
 	MemoryContext context;		/* everything of one rescan */
 	CvIvfMetaPageData meta;
+	int			probes;			/* lists read first (cvivf_scan_probes) */
 	bool		started;
 	bool		query_is_null;
 	float	   *query;
@@ -220,7 +222,7 @@ scan_list_limit(const CvIvfScanState *state)
 
 	if (state->meta.flags & CVIVF_META_NO_CENTROIDS)
 		return lists;
-	return cvivf_scan_limit(lists);
+	return cvivf_scan_limit_for(lists, state->probes);
 }
 
 /* The lists the CPU scan reads, in order, and how many it may read (once per scan). */
@@ -313,12 +315,13 @@ start_scan(IndexScanDesc scan, CvIvfScanState *state)
 						   state->meta.dimensions)));
 	state->started = true;
 	pgstat_count_index_scan(scan->indexRelation);
-	state->batch = cvivf_probes;
+	state->probes = cvivf_scan_probes(scan->indexRelation, &state->meta);
+	state->batch = state->probes;
 	if (cvlattice_is(&state->meta) && scan->numberOfKeys > 0)
 		start_keyed_lattice_scan(scan, state);
 	else if (!state->query_is_null)
 		state->gpu = cvivf_gpu_scan_begin(scan->indexRelation, &state->meta, state->query,
-										  Min(cvivf_probes, (int) state->meta.lists), NULL);
+										  Min(state->probes, (int) state->meta.lists), NULL);
 	if (state->gpu == NULL)
 		plan_cpu_scan(scan, state);
 }
@@ -335,7 +338,7 @@ continue_on_cpu(IndexScanDesc scan, CvIvfScanState *state, CvIvfGpuScanResult re
 	if (result == CVIVF_GPU_LISTS_DONE && state->keyed)
 		state->lists_opened = state->max_lists;
 	else if (result == CVIVF_GPU_LISTS_DONE)
-		state->lists_opened = Min(Min(cvivf_probes, (int) state->meta.lists), state->max_lists);
+		state->lists_opened = Min(Min(state->probes, (int) state->meta.lists), state->max_lists);
 	else
 		state->returned = state->gpu;
 	state->gpu = NULL;

@@ -6,14 +6,17 @@
 
 #include "access/reloptions.h"
 #include "utils/guc.h"
+#include "utils/rel.h"
 
 #include "gpu/gpu.h"
 #include "ivf/ivf.h"
+#include "math/calibration.h"
 
 int			cvivf_probes = 10;
 int			cv_gpu_assign_mode = CV_GPU_ASSIGN_FP32;
 int			cvivf_iterative_scan = CVIVF_ITERATIVE_RELAXED;
 int			cvivf_max_probes = -1;
+double		cvivf_target_recall = 0;
 bool		cvlattice_observe = false;
 
 static relopt_kind cvivf_relopt_kind;
@@ -30,6 +33,20 @@ static const struct config_enum_entry assign_options[] = {
 	{"bf16", CV_GPU_ASSIGN_BF16, false},
 	{NULL, 0, false}
 };
+
+/* target_recall is a fraction below 1: every list is not a recall. */
+static bool
+check_target_recall(double *newval, void **extra pg_attribute_unused(),
+					GucSource source pg_attribute_unused())
+{
+	if (*newval >= 1.0)
+	{
+		GUC_check_errdetail("clustervec.target_recall must be at least 0 and less than 1.");
+		GUC_check_errhint("Use 0 to choose probes with clustervec.probes.");
+		return false;
+	}
+	return true;
+}
 
 /* The reloptions; registered once, when the library loads. */
 static void
@@ -74,6 +91,11 @@ cvivf_define_settings(void)
 							"Most cvivf lists an iterative scan opens (-1: all).",
 							NULL, &cvivf_max_probes, -1, -1, CVIVF_MAX_LISTS,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("clustervec.target_recall",
+							 "Recall@10 a cvivf scan aims for, choosing its probes from the index's calibration (0: off).",
+							 "Overrides clustervec.probes on calibrated cvivf indexes; clustervec.max_probes caps it.",
+							 &cvivf_target_recall, 0, 0, 1,
+							 PGC_USERSET, 0, check_target_recall, NULL, NULL);
 	DefineCustomBoolVariable("clustervec.observe",
 							 "Whether GPU searches over cvlattice indexes observe the clusters' health.",
 							 "Each list a search probes has its members' distances to their centroid "
@@ -86,11 +108,61 @@ cvivf_define_settings(void)
 int
 cvivf_scan_limit(int lists)
 {
+	return cvivf_scan_limit_for(lists, cvivf_probes);
+}
+
+/* The same for a scan that reads probes lists first. */
+int
+cvivf_scan_limit_for(int lists, int probes)
+{
 	if (cvivf_iterative_scan == CVIVF_ITERATIVE_OFF)
-		return Min(cvivf_probes, lists);
+		return Min(probes, lists);
 	if (cvivf_max_probes < 0)
 		return lists;
-	return Min(Max(cvivf_max_probes, cvivf_probes), lists);
+	return Min(Max(cvivf_max_probes, probes), lists);
+}
+
+/* Says once per index and session that target_recall has no calibration to read. */
+static void
+notice_uncalibrated(Relation index)
+{
+	static Oid	noticed = InvalidOid;
+
+	if (noticed == RelationGetRelid(index))
+		return;
+	noticed = RelationGetRelid(index);
+	ereport(NOTICE,
+			(errmsg("index \"%s\" has no recall calibration, so clustervec.target_recall falls back to clustervec.probes",
+					RelationGetRelationName(index)),
+			 errhint("Run SELECT cvivf_calibrate('%s'), or REINDEX it.",
+					 RelationGetRelationName(index))));
+}
+
+/*
+ * The lists a cvivf scan reads first: clustervec.probes, or with
+ * clustervec.target_recall the smallest probes the index's calibration
+ * says reach it, at most clustervec.max_probes.  cvlattice indexes have no
+ * calibration: clustervec.probes.
+ */
+int
+cvivf_scan_probes(Relation index, const CvIvfMetaPageData *meta)
+{
+	const CvIvfCalibration *c = &meta->calibration;
+	int			probes;
+
+	if (cvivf_target_recall <= 0 || meta->kind != CV_INDEX_KIND_IVF ||
+		(meta->flags & CVIVF_META_NO_CENTROIDS) || meta->lists <= 1)
+		return cvivf_probes;
+	probes = (int) cv_calibration_probes(c->probes, c->recall, (int) c->points,
+										 cvivf_target_recall);
+	if (probes == 0)
+	{
+		notice_uncalibrated(index);
+		return cvivf_probes;
+	}
+	if (cvivf_max_probes >= 0)
+		probes = Min(probes, Max(cvivf_max_probes, 1));
+	return probes;
 }
 
 bytea *

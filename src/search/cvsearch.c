@@ -122,6 +122,7 @@ static void
 search_on_cpu(BatchSearch *s, int q)
 {
 	int			saved_probes = cvivf_probes;
+	double		saved_target = cvivf_target_recall;
 	CVec	   *query = cvec_alloc(s->meta.dimensions);
 	ScanKeyData orderby;
 	IndexScanDesc scan;
@@ -133,6 +134,7 @@ search_on_cpu(BatchSearch *s, int q)
 						   InvalidOid, InvalidOid, PointerGetDatum(query));
 	s->found[q] = 0;
 	cvivf_probes = s->probes;
+	cvivf_target_recall = 0;	/* s->probes already is the target's */
 	PG_TRY();
 	{
 		scan = index_beginscan(s->heap, s->index, GetActiveSnapshot(), 0, 1);
@@ -149,6 +151,7 @@ search_on_cpu(BatchSearch *s, int q)
 	PG_FINALLY();
 	{
 		cvivf_probes = saved_probes;
+		cvivf_target_recall = saved_target;
 	}
 	PG_END_TRY();
 	ExecDropSingleTupleTableSlot(slot);
@@ -323,6 +326,8 @@ cvsearch(PG_FUNCTION_ARGS)
 								   &s.lattice);
 	s.vector_attno = s.lattice ? cvlattice_vector_column(s.index) + 1 : 1;
 	cvivf_read_meta(s.index, &s.meta);
+	if (PG_ARGISNULL(3))
+		s.probes = cvivf_scan_probes(s.index, &s.meta);
 	s.probes = Min(s.probes, (int) s.meta.lists);
 	read_queries(&s, PG_GETARG_ARRAYTYPE_P(1));
 	s.tids = palloc_extended(sizeof(ItemPointerData) * (Size) Max(s.nq, 1) * s.k, MCXT_ALLOC_HUGE);
