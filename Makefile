@@ -27,18 +27,19 @@ LATTICE_OBJS = src/lattice/handler.o src/lattice/labels.o src/lattice/page.o src
 HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
 	src/health/aggregate.o src/health/gpu_passes.o
 SEARCH_OBJS = src/search/topk.o src/search/exact.o src/search/cvsearch.o
+KMEANS_OBJS = src/kmeans/input.o src/kmeans/run.o src/kmeans/sql.o
 # the backend's side of the GPU seam (gpu.h), and the worker process
 GPU_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/gpu/*.c)))
 WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/buffers.o \
 	src/worker/mirror_store.o src/worker/mirror_observe.o
 OBJS = src/clustervec.o src/access.o $(TYPE_OBJS) $(IVF_OBJS) $(LATTICE_OBJS) $(HEALTH_OBJS) \
-	$(SEARCH_OBJS) \
+	$(SEARCH_OBJS) $(KMEANS_OBJS) \
 	$(GPU_OBJS) $(WORKER_OBJS) $(MATH_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
 	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvivf_recall cvivf_reuse cvivf_health cvlattice cvlattice_errors \
-	cluster_health gpu_cpu_path \
+	cluster_health kmeans gpu_cpu_path \
 	privileges hardening
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec
 # TAP tests (PostgreSQL::Test::Cluster): recall, WAL replay on a standby,

@@ -404,6 +404,25 @@ CREATE FUNCTION cluster_health_summary(
 	OUT cohesion float8, OUT centroid_silhouette float8)
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
+-- k-means over every row of a table's vector column (NULL vectors skipped):
+-- k-means++ seeds from the seeded PRNG and Lloyd, as an index build trains
+-- ('ip' and 'cosine': spherical k-means on the rows' directions); on the GPU
+-- worker under clustervec.gpu = auto/require when it serves, on the CPU
+-- otherwise.  Every row goes to its nearest final centroid; clusters from 0.
+CREATE FUNCTION kmeans(
+	source regclass, vector_column name, k int, iterations int DEFAULT 10,
+	seed bigint DEFAULT 0, metric text DEFAULT 'l2')
+	RETURNS TABLE(tid tid, cluster int, distance float8)
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
+
+-- The same clustering, one row per cluster: inertia is the sum of its rows'
+-- squared L2 distances ('ip', 'cosine': of their distances).
+CREATE FUNCTION kmeans_centroids(
+	source regclass, vector_column name, k int, iterations int DEFAULT 10,
+	seed bigint DEFAULT 0, metric text DEFAULT 'l2')
+	RETURNS TABLE(cluster int, centroid cvec, members bigint, inertia float8)
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
+
 CREATE TYPE cluster_stats_result AS (
 	n bigint, centroid cvec, centroid_norm float8, inertia float8, cohesion float8,
 	mean_norm float8, norm_cv float8, embedding_quality float8

@@ -13,7 +13,7 @@
  *   client.c   routing, one request through a slot and a staging buffer
  *   buffers.c  device buffers a backend holds during a transaction
  *   knn.c      exact k-NN of cvsearch_exact
- *   kmeans.c   k-means and the assignment of index builds
+ *   kmeans.c   k-means and the assignment of index builds and of kmeans()
  *   health.c   cluster_health's passes
  *   mirror.c   index mirrors: find, upload, search, drop
  *   sql.c      the settings and clustervec_gpu_info / _ping / _mirrors
@@ -96,6 +96,17 @@ extern bool cv_gpu_knn_exact(const float *queries, int nq, const float *rows, in
 extern bool cv_gpu_kmeans_train(const float *sample, int64 n, int d,
 								const CvKmeansParams *params, int mode, float *centroids,
 								int *lists, CvGpuError *error);
+
+/*
+ * The same for kmeans(): then every point's nearest final centroid
+ * (assignment: n; squared L2, or largest inner product for the spherical
+ * objective, exact FP32 ranking) and history, params->iterations entries:
+ * each assignment's inertia, NaN after Lloyd converged.
+ */
+extern bool cv_gpu_kmeans_cluster(const float *points, int64 n, int d,
+								  const CvKmeansParams *params, int mode, float *centroids,
+								  int *clusters, double *history, int32 *assignment,
+								  CvGpuError *error);
 
 /* Rows per assignment batch: one staging buffer's worth. */
 extern int	cv_gpu_assign_batch_rows(int d);

@@ -9,6 +9,9 @@
  * batches and come back assigned to their nearest list (exact FP32
  * ranking: equal to the CPU's float64 choice except on near ties).
  *
+ * kmeans() (src/kmeans) runs the same training over all its rows and then
+ * has the device assign every row to its nearest final centroid.
+ *
  * Every function returns false when the worker failed, after freeing its
  * device buffers; the build then calls cv_gpu_fall_back and continues on
  * the CPU (clustervec.gpu = auto) or raises (require).
@@ -16,6 +19,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "utils/float.h"
 
 #include "clustervec_cuda.h"
 #include "gpu/request.h"
@@ -98,49 +102,103 @@ seed_on_gpu(const float *sample, int64 n, const CvKmeansParams *params, SeedRefr
 	return true;
 }
 
+/* Lloyd on the device from the *lists seeds in centroids; history gets each assignment's inertia. */
+static bool
+lloyd_on_gpu(const SeedRefresh *r, const CvKmeansParams *params, int mode, float *centroids,
+			 int lists, CvGpuKmeansArgs *lloyd, double *history, CvGpuError *error)
+{
+	*lloyd = r->args;
+	lloyd->dist = 0;
+	lloyd->k = lists;
+	lloyd->iterations = params->iterations;
+	lloyd->metric = params->metric;
+	lloyd->mode = mode;
+	lloyd->centroids = cv_gpu_upload(centroids, sizeof(float) * (Size) lists * r->args.d, error);
+	if (lloyd->centroids == 0 ||
+		(lloyd->assign = cv_gpu_alloc(sizeof(int32) * (Size) r->args.n, error)) == 0)
+		return false;
+	if (params->iterations == 0)
+		return true;
+	return cv_gpu_call(CV_OP_KMEANS_LLOYD, lloyd, sizeof(*lloyd), NULL, 0, history,
+					   sizeof(double) * params->iterations, error) &&
+		cv_gpu_read(lloyd->centroids, 0, centroids, sizeof(float) * (Size) lists * r->args.d,
+					error);
+}
+
+/* Every point's nearest final centroid, ranked by L2 or inner product (objective). */
+static bool
+final_assignment(CvGpuKmeansArgs *lloyd, CvKmeansMetric objective, int32 *assignment,
+				 CvGpuError *error)
+{
+	CvGpuKmeansArgs args = *lloyd;
+
+	args.metric = objective;
+	args.score = cv_gpu_alloc(sizeof(float) * (Size) args.n, error);
+	lloyd->score = args.score;	/* freed with the rest */
+	return args.score != 0 &&
+		cv_gpu_call(CV_OP_KMEANS_ASSIGN, &args, sizeof(args), NULL, 0, NULL, 0, error) &&
+		cv_gpu_read(args.assign, 0, assignment, sizeof(int32) * (Size) args.n, error);
+}
+
+/*
+ * Seeding, Lloyd and, when assignment is not NULL, the final assignment
+ * (see gpu.h); history (NULL: none) gets iterations_run inertias, the
+ * rest NaN.
+ */
+static bool
+kmeans_on_gpu(const float *points, int64 n, int d, const CvKmeansParams *params, int mode,
+			  float *centroids, int *lists, double *history, int32 *assignment,
+			  CvGpuError *error)
+{
+	SeedRefresh r = {0};
+	CvGpuKmeansArgs lloyd = {0};
+	double	   *h = palloc(sizeof(double) * Max(params->iterations, 1));
+	bool		ok;
+
+	for (int t = 0; t < Max(params->iterations, 1); t++)
+		h[t] = get_float8_nan();
+	r.args.n = n;
+	r.args.d = d;
+	r.args.points = cv_gpu_upload(points, sizeof(float) * (Size) n * d, &r.error);
+	ok = r.args.points != 0 &&
+		(r.args.dist = cv_gpu_alloc(sizeof(double) * (Size) n, &r.error)) != 0;
+	ok = ok && seed_on_gpu(points, n, params, &r, centroids, lists);
+	if (ok && params->progress)
+		params->progress(params->progress_arg, 0, params->iterations);
+	ok = ok && lloyd_on_gpu(&r, params, mode, centroids, *lists, &lloyd, h, &r.error);
+	if (ok && params->iterations > 0 && params->progress)
+		params->progress(params->progress_arg, params->iterations, params->iterations);
+	if (ok && assignment != NULL)
+		ok = final_assignment(&lloyd, params->metric == CV_KMEANS_L2 ?
+							  CV_KMEANS_L2 : CV_KMEANS_INNER_PRODUCT, assignment, &r.error);
+	if (ok && history != NULL)
+		for (int t = 0; t < params->iterations; t++)
+			history[t] = t < lloyd.iterations_run ? h[t] : get_float8_nan();
+	cv_gpu_free(lloyd.centroids);
+	cv_gpu_free(lloyd.assign);
+	cv_gpu_free(lloyd.score);
+	cv_gpu_free(r.args.points);
+	cv_gpu_free(r.args.dist);
+	pfree(h);
+	if (!ok)
+		*error = r.error;
+	return ok;
+}
+
 bool
 cv_gpu_kmeans_train(const float *sample, int64 n, int d, const CvKmeansParams *params, int mode,
 					float *centroids, int *lists, CvGpuError *error)
 {
-	SeedRefresh r = {0};
-	CvGpuKmeansArgs lloyd = {0};
-	double	   *history = palloc0(sizeof(double) * Max(params->iterations, 1));
-	bool		ok;
+	return kmeans_on_gpu(sample, n, d, params, mode, centroids, lists, NULL, NULL, error);
+}
 
-	r.args.n = n;
-	r.args.d = d;
-	r.args.points = cv_gpu_upload(sample, sizeof(float) * (Size) n * d, &r.error);
-	ok = r.args.points != 0 &&
-		(r.args.dist = cv_gpu_alloc(sizeof(double) * (Size) n, &r.error)) != 0;
-	ok = ok && seed_on_gpu(sample, n, params, &r, centroids, lists);
-	if (ok && params->progress)
-		params->progress(params->progress_arg, 0, params->iterations);
-	if (ok && params->iterations > 0)
-	{
-		lloyd = r.args;
-		lloyd.dist = 0;
-		lloyd.k = *lists;
-		lloyd.iterations = params->iterations;
-		lloyd.metric = params->metric;
-		lloyd.mode = mode;
-		lloyd.centroids = cv_gpu_upload(centroids, sizeof(float) * (Size) *lists * d, &r.error);
-		ok = lloyd.centroids != 0 &&
-			(lloyd.assign = cv_gpu_alloc(sizeof(int32) * (Size) n, &r.error)) != 0 &&
-			cv_gpu_call(CV_OP_KMEANS_LLOYD, &lloyd, sizeof(lloyd), NULL, 0, history,
-						sizeof(double) * params->iterations, &r.error) &&
-			cv_gpu_read(lloyd.centroids, 0, centroids, sizeof(float) * (Size) *lists * d,
-						&r.error);
-		if (ok && params->progress)
-			params->progress(params->progress_arg, params->iterations, params->iterations);
-	}
-	cv_gpu_free(lloyd.centroids);
-	cv_gpu_free(lloyd.assign);
-	cv_gpu_free(r.args.points);
-	cv_gpu_free(r.args.dist);
-	pfree(history);
-	if (!ok)
-		*error = r.error;
-	return ok;
+bool
+cv_gpu_kmeans_cluster(const float *points, int64 n, int d, const CvKmeansParams *params,
+					  int mode, float *centroids, int *clusters, double *history,
+					  int32 *assignment, CvGpuError *error)
+{
+	return kmeans_on_gpu(points, n, d, params, mode, centroids, clusters, history, assignment,
+						 error);
 }
 
 int
