@@ -59,25 +59,9 @@ open_source(const KmeansRequest *request)
 static void
 find_column(Reader *reader)
 {
-	Relation	rel = reader->rel;
-	const char *column = reader->request->column;
-	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), column);
-	Oid			type;
 	CVecLayout	layout;
 
-	if (attnum <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" does not exist in relation \"%s\"",
-						column, RelationGetRelationName(rel))));
-	type = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
-	layout = cvec_layout_of_type(type);
-	if (layout == CVEC_LAYOUT_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" has type %s, not cvec", column, format_type_be(type)),
-				 errhint("Cluster a cvec column (or a pgvector vector column through clustervec_pgvector).")));
-	reader->attnum = attnum;
+	reader->attnum = cvec_column_of(reader->rel, reader->request->column, &layout);
 	reader->check_rows = layout == CVEC_LAYOUT_CHECKED;
 }
 

@@ -172,21 +172,9 @@ read_queries(Search *s, ArrayType *array)
 static AttrNumber
 vector_attribute(Search *s, Relation rel, const char *column)
 {
-	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), column);
-	Oid			type;
 	CVecLayout	layout;
+	AttrNumber	attnum = cvec_column_of(rel, column, &layout);
 
-	if (attnum <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" does not exist in relation \"%s\"",
-						column, RelationGetRelationName(rel))));
-	type = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
-	layout = cvec_layout_of_type(type);
-	if (layout == CVEC_LAYOUT_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("column \"%s\" has type %s, not cvec", column, format_type_be(type))));
 	s->check_rows = layout == CVEC_LAYOUT_CHECKED;
 	return attnum;
 }

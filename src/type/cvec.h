@@ -9,6 +9,8 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "access/attnum.h"
+#include "utils/relcache.h"
 
 #define CVEC_MAX_DIM 16000
 
@@ -55,6 +57,7 @@ extern bool cvec_is_row_count(double count);
 extern void cvec_check_result_finite(const CVec *result);
 extern bool cvec_is_cvec_type(Oid type);
 extern CVecLayout cvec_layout_of_type(Oid type);
+extern AttrNumber cvec_column_of(Relation rel, const char *column, CVecLayout *layout);
 extern void cvec_check_stored(const CVec *v);
 extern void cvec_check_finite(const float *x, int dim);
 

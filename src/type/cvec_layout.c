@@ -10,8 +10,10 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_cast.h"
+#include "utils/builtins.h"
 #include "utils/catcache.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "type/cvec.h"
@@ -71,4 +73,29 @@ cvec_layout_of_type(Oid type)
 			layout = CVEC_LAYOUT_CHECKED;
 	ReleaseCatCacheList(casts);
 	return layout;
+}
+
+/*
+ * A table's vector column by name: its number, and how its values read as
+ * cvec (*layout, never CVEC_LAYOUT_NONE); an error when it is missing or
+ * of another type.
+ */
+AttrNumber
+cvec_column_of(Relation rel, const char *column, CVecLayout *layout)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), column);
+	Oid			type;
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" does not exist in relation \"%s\"",
+						column, RelationGetRelationName(rel))));
+	type = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid;
+	*layout = cvec_layout_of_type(type);
+	if (*layout == CVEC_LAYOUT_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" has type %s, not cvec", column, format_type_be(type))));
+	return attnum;
 }
