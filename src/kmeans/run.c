@@ -10,8 +10,9 @@
  *
  * Progress: a NOTICE per Lloyd iteration with the inertia of that
  * iteration's assignment, and one with the final inertia.  A cancel is
- * seen between iterations, between seeding steps and between chunks of
- * the final assignment; on the GPU the wait itself is interruptible.
+ * seen within every bounded step of src/math's seeding and Lloyd passes
+ * (its progress hook) and between chunks of the final assignment; on the
+ * GPU the wait itself is interruptible.
  */
 #include "postgres.h"
 

@@ -21,6 +21,9 @@
 /* Seeding reports progress every this many centres. */
 #define SEED_PROGRESS_EVERY 256
 
+/* Multiply-adds between progress reports inside one assignment pass. */
+#define ASSIGN_STEP_WORK ((size_t) 1 << 27)
+
 /* Squared L2 distance of two rows, the float64 kernel every decision uses. */
 static inline double
 l2(const float *a, const float *b, int d)
@@ -65,6 +68,37 @@ report(const CvKmeansParams *params, int iteration)
 		params->progress(params->progress_arg, iteration, params->iterations);
 }
 
+/*
+ * cv_nearest_assign over n points in steps of about ASSIGN_STEP_WORK
+ * multiply-adds, reporting (iteration, total) between steps so a long pass
+ * can be watched and interrupted.  Each point's answer is independent of
+ * the others', so the steps change nothing in the result.
+ */
+static CvMathStatus
+assign_in_steps(CvNearest *nn, const float *points, size_t n, int d, int k,
+				int32_t *index, double *dist, const CvKmeansParams *params,
+				int iteration)
+{
+	size_t		step = ASSIGN_STEP_WORK / ((size_t) d * (size_t) k);
+	size_t		first;
+
+	if (step < 64)
+		step = 64;
+	for (first = 0; first < n; first += step)
+	{
+		size_t		count = n - first < step ? n - first : step;
+		CvMathStatus status = cv_nearest_assign(nn, points + first * (size_t) d, count,
+												index + first,
+												dist != NULL ? dist + first : NULL);
+
+		if (status != CV_MATH_OK)
+			return status;
+		if (first + count < n)
+			report(params, iteration);
+	}
+	return CV_MATH_OK;
+}
+
 /* ---------------------------------------------------------------------
  * k-means++ seeding, lazily
  *
@@ -104,6 +138,7 @@ typedef struct Seeding
 	size_t		n;
 	int			d;
 	const CvAllocator *allocator;
+	const CvKmeansParams *params;	/* progress reports */
 	CvKmeansRefresh refresh_fn;	/* NULL: the built-in blocked pass */
 	void	   *refresh_arg;
 	float	   *centroids;		/* output rows */
@@ -204,7 +239,8 @@ refresh(Seeding *s)
 							   s->d, CV_NEAREST_L2, s->allocator, &nn);
 	if (status != CV_MATH_OK)
 		return status;
-	status = cv_nearest_assign(nn, s->points, s->n, s->index, s->fresh);
+	status = assign_in_steps(nn, s->points, s->n, s->d, s->count - s->refreshed, s->index,
+							 s->fresh, s->params, 0);
 	cv_nearest_free(nn);
 	if (status != CV_MATH_OK)
 		return status;
@@ -399,6 +435,7 @@ seed_points(const float *points, size_t n, int d, const CvKmeansParams *params,
 	s.n = n;
 	s.d = d;
 	s.allocator = params->allocator;
+	s.params = params;
 	s.refresh_fn = refresh_fn;
 	s.refresh_arg = refresh_arg;
 	s.centroids = centroids;
@@ -452,6 +489,8 @@ typedef struct Lloyd
 	int			k;
 	CvKmeansMetric metric;
 	const CvAllocator *allocator;
+	const CvKmeansParams *params;	/* progress reports */
+	int			iteration;		/* iterations done */
 	float	   *centroids;		/* k x d, in place */
 	int32_t    *assign;			/* n: this iteration's clusters */
 	int32_t    *previous;		/* n: the clusters the centroids average */
@@ -521,7 +560,8 @@ assign_points(Lloyd *L)
 							   L->allocator, &nn);
 	if (status != CV_MATH_OK)
 		return status;
-	status = cv_nearest_assign(nn, L->points, L->n, L->assign, L->dist);
+	status = assign_in_steps(nn, L->points, L->n, L->d, L->k, L->assign, L->dist,
+							 L->params, L->iteration);
 	cv_nearest_free(nn);
 	return status;
 }
@@ -756,7 +796,10 @@ iterate(Lloyd *L, const CvKmeansParams *params, double *history,
 
 	for (t = 0; t < params->iterations; t++)
 	{
-		CvMathStatus status = assign_points(L);
+		CvMathStatus status;
+
+		L->iteration = t;
+		status = assign_points(L);
 
 		if (status != CV_MATH_OK)
 			return status;
@@ -814,6 +857,7 @@ run_lloyd(const float *points, size_t n, int d, const CvKmeansParams *params,
 	L.k = k;
 	L.metric = params->metric;
 	L.allocator = params->allocator;
+	L.params = params;
 	L.centroids = centroids;
 	result->n_centroids = k;
 	if (!lloyd_alloc(&L))

@@ -36,7 +36,10 @@ typedef enum CvKmeansMetric
  * Called after each Lloyd iteration with (1 .. total, total); when Lloyd
  * stops early because no point changed cluster, once more with
  * (total, total).  During seeding it is called with (0, total) every 256
- * centroids, so a long seeding can be watched and interrupted too.
+ * centroids, so a long seeding can be watched and interrupted too; and
+ * inside any long assignment pass (seeding's refresh, Lloyd's assignment)
+ * with the iterations done so far, about every 2^27 multiply-adds, so a
+ * caller that stops from it stops within a fraction of a second.
  */
 typedef void (*CvKmeansProgress) (void *arg, int iteration, int total);
 

@@ -1562,6 +1562,36 @@ test_kmeans_progress(void)
 	finish_group(&g);
 }
 
+/*
+ * A pass longer than one step (2^27 multiply-adds) also reports inside it,
+ * with the iterations done so far: a caller can stop a large run within a
+ * fraction of a second, not only between iterations.
+ */
+static void
+test_kmeans_progress_within_pass(void)
+{
+	Group		g = new_group("-", "k-means: progress inside a long assignment pass");
+	size_t		n = 20000;
+	int			d = 64;
+	float	   *x = uniform_points(n, d, -1, 1);
+	ProgressLog log = {0, 0, 0, 2, 1};
+	CvKmeansParams p = params_of(256, 2, rng_next(), CV_KMEANS_L2);
+	Run			r;
+
+	p.progress = record_progress;
+	p.progress_arg = &log;
+	r = run_kmeans(x, n, d, &p);
+	check(&g, r.status == CV_MATH_OK, "status");
+	check(&g, log.in_order && log.last == 2, "reports out of order or not to the end (%d)", log.last);
+	/* 256 x 64 per point: steps of 8,192 points, 2 reports inside each of 2 passes */
+	check(&g, log.calls - log.seeding_calls >= r.result.iterations_run + 2,
+		  "%d calls after seeding for %d iterations", log.calls - log.seeding_calls,
+		  r.result.iterations_run);
+	free_run(&r);
+	free(x);
+	finish_group(&g);
+}
+
 /* Bad arguments refused; every allocation failure reported without leaks. */
 static void
 test_kmeans_errors(void)
@@ -1662,6 +1692,7 @@ main(void)
 	test_seed_properties();
 	test_seed_calibration();
 	test_kmeans_progress();
+	test_kmeans_progress_within_pass();
 	test_kmeans_errors();
 	test_kmeans_large_k();
 	if (groups_skipped > 0)
