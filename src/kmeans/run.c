@@ -27,8 +27,11 @@
 #include "math/distance.h"
 #include "math/kmeans.h"
 
-/* Rows assigned between interrupt checks. */
-#define ASSIGN_CHUNK 16384
+/* Multiply-adds of the final assignment between interrupt checks (as src/math's steps). */
+#define ASSIGN_STEP_WORK ((int64) 1 << 27)
+
+/* Rows measured between interrupt checks. */
+#define MEASURE_CHUNK 16384
 
 typedef struct Progress
 {
@@ -91,14 +94,15 @@ static void
 assign_on_cpu(const KmeansRequest *request, const KmeansRows *rows, KmeansResult *result)
 {
 	CvNearest  *nearest;
+	int64		step = Max(ASSIGN_STEP_WORK / ((int64) result->k * rows->d), 64);
 
 	check_math(cv_nearest_create(result->centroids, result->k, rows->d,
 								 request->metric == CV_METRIC_L2 ?
 								 CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT,
 								 &palloc_allocator, &nearest), "the k-means assignment");
-	for (int64 first = 0; first < rows->n; first += ASSIGN_CHUNK)
+	for (int64 first = 0; first < rows->n; first += step)
 	{
-		int64		count = Min(ASSIGN_CHUNK, rows->n - first);
+		int64		count = Min(step, rows->n - first);
 
 		check_math(cv_nearest_assign(nearest, rows->points + first * rows->d, (size_t) count,
 									 result->cluster + first, NULL), "the k-means assignment");
@@ -200,7 +204,7 @@ measure(const KmeansRequest *request, const KmeansRows *rows, KmeansResult *resu
 		result->members[c]++;
 		result->inertia[c] += value;
 		result->total += value;
-		if (i % ASSIGN_CHUNK == 0)
+		if (i % MEASURE_CHUNK == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
 }
