@@ -31,6 +31,7 @@
 #include "ivf/ivf.h"
 #include "math/distance.h"
 #include "math/kmeans.h"
+#include "math_backend.h"
 #include "math/nearest.h"
 #include "math/prng.h"
 #include "optimizer/plancat.h"
@@ -77,33 +78,6 @@ typedef struct BuildState
 	/* pass 3 */
 	CvIvfDistanceSums *baseline;
 } BuildState;
-
-/* palloc-based allocator for src/math, so an ERROR cannot leak memory. */
-static void *
-math_alloc(size_t size, void *arg pg_attribute_unused())
-{
-	return MemoryContextAllocExtended(CurrentMemoryContext, size,
-									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-}
-
-static void
-math_free(void *ptr, void *arg pg_attribute_unused())
-{
-	pfree(ptr);
-}
-
-static const CvAllocator palloc_allocator = {math_alloc, math_free, NULL};
-
-static void
-check_math(CvMathStatus status, const char *what)
-{
-	if (status == CV_MATH_OUT_OF_MEMORY)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory during %s", what)));
-	if (status != CV_MATH_OK)
-		elog(ERROR, "%s failed: %s", what, cv_math_status_string(status));
-}
 
 static const CvIvfOptions *
 build_options(Relation index)
@@ -313,7 +287,7 @@ train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float
 	params.metric = state->metric == CV_METRIC_L2 ? CV_KMEANS_L2 : CV_KMEANS_SPHERICAL;
 	params.progress = kmeans_progress;
 	params.progress_arg = state;
-	params.allocator = &palloc_allocator;
+	params.allocator = &cv_palloc_allocator;
 	if (state->metric != CV_METRIC_L2)
 		normalize_sample(state);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_KMEANS);
@@ -333,7 +307,7 @@ train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float
 		cv_gpu_fall_back("the cvivf build", &error);
 		state->use_gpu = false;
 	}
-	check_math(cv_kmeans(state->sample, state->sample_count, state->dimensions, &params,
+	cv_check_math(cv_kmeans(state->sample, state->sample_count, state->dimensions, &params,
 						 centroids, NULL, NULL, &result), "k-means");
 	return result.n_centroids;
 }
@@ -351,8 +325,8 @@ ensure_cpu_nearest(BuildState *state)
 		return;
 	/* it outlives the per-row context the assignment runs in */
 	old = MemoryContextSwitchTo(state->tuple_context->parent);
-	check_math(cv_nearest_create(state->centroids, state->lists, state->dimensions, metric,
-								 &palloc_allocator, &state->nearest), "list assignment");
+	cv_check_math(cv_nearest_create(state->centroids, state->lists, state->dimensions, metric,
+								 &cv_palloc_allocator, &state->nearest), "list assignment");
 	MemoryContextSwitchTo(old);
 }
 
@@ -375,7 +349,7 @@ assign_batch(BuildState *state)
 		state->gpu = NULL;
 	}
 	ensure_cpu_nearest(state);
-	check_math(cv_nearest_assign(state->nearest, state->batch, state->batch_count,
+	cv_check_math(cv_nearest_assign(state->nearest, state->batch, state->batch_count,
 								 state->batch_lists, NULL), "list assignment");
 }
 

@@ -26,6 +26,7 @@
 #include "kmeans/kmeans.h"
 #include "math/distance.h"
 #include "math/kmeans.h"
+#include "math_backend.h"
 
 /* Multiply-adds of the final assignment between interrupt checks (as src/math's steps). */
 #define ASSIGN_STEP_WORK ((int64) 1 << 27)
@@ -39,21 +40,6 @@ typedef struct Progress
 	int			reported;		/* iterations already in a NOTICE */
 	int			iterations;
 } Progress;
-
-/* src/math's memory from the current context: an ERROR frees it with the query. */
-static void *
-math_alloc(size_t size, void *arg pg_attribute_unused())
-{
-	return palloc_extended(Max(size, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-}
-
-static void
-math_free(void *ptr, void *arg pg_attribute_unused())
-{
-	pfree(ptr);
-}
-
-static const CvAllocator palloc_allocator = {math_alloc, math_free, NULL};
 
 /* A NOTICE for each iteration whose inertia is known and not yet reported. */
 static void
@@ -77,18 +63,6 @@ on_progress(void *arg, int iteration, int total pg_attribute_unused())
 	CHECK_FOR_INTERRUPTS();
 }
 
-/* A math status other than OK as an ERROR (the inputs were checked: only memory can fail). */
-static void
-check_math(CvMathStatus status, const char *what)
-{
-	if (status == CV_MATH_OUT_OF_MEMORY)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory during %s", what)));
-	if (status != CV_MATH_OK)
-		elog(ERROR, "%s failed: %s", what, cv_math_status_string(status));
-}
-
 /* Each row's nearest centroid on the CPU, exact float64 ranking, in interruptible chunks. */
 static void
 assign_on_cpu(const KmeansRequest *request, const KmeansRows *rows, KmeansResult *result)
@@ -96,15 +70,15 @@ assign_on_cpu(const KmeansRequest *request, const KmeansRows *rows, KmeansResult
 	CvNearest  *nearest;
 	int64		step = Max(ASSIGN_STEP_WORK / ((int64) result->k * rows->d), 64);
 
-	check_math(cv_nearest_create(result->centroids, result->k, rows->d,
+	cv_check_math(cv_nearest_create(result->centroids, result->k, rows->d,
 								 request->metric == CV_METRIC_L2 ?
 								 CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT,
-								 &palloc_allocator, &nearest), "the k-means assignment");
+								 &cv_palloc_allocator, &nearest), "the k-means assignment");
 	for (int64 first = 0; first < rows->n; first += step)
 	{
 		int64		count = Min(step, rows->n - first);
 
-		check_math(cv_nearest_assign(nearest, rows->points + first * rows->d, (size_t) count,
+		cv_check_math(cv_nearest_assign(nearest, rows->points + first * rows->d, (size_t) count,
 									 result->cluster + first, NULL), "the k-means assignment");
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -149,11 +123,11 @@ train(const KmeansRequest *request, const KmeansRows *rows, KmeansResult *result
 	params.metric = request->metric == CV_METRIC_L2 ? CV_KMEANS_L2 : CV_KMEANS_SPHERICAL;
 	params.progress = on_progress;
 	params.progress_arg = &p;
-	params.allocator = &palloc_allocator;
+	params.allocator = &cv_palloc_allocator;
 	result->gpu = train_on_gpu(rows, &params, &p, result);
 	if (!result->gpu)
 	{
-		check_math(cv_kmeans(rows->points, (size_t) rows->n, rows->d, &params, result->centroids,
+		cv_check_math(cv_kmeans(rows->points, (size_t) rows->n, rows->d, &params, result->centroids,
 							 NULL, p.history, &math), "k-means");
 		result->k = math.n_centroids;
 		assign_on_cpu(request, rows, result);
