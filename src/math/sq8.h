@@ -1,0 +1,81 @@
+/*
+ * sq8.h: 8-bit scalar codes of a vector's residual to its list centroid,
+ * and a proven lower bound on the exact distance from a query to the
+ * vector computed from the code alone (pure C, no postgres.h).
+ *
+ * A quantized cvivf list (src/ivf/codes.c) stores one code per tuple; the
+ * scan ranks candidates by cv_sq8_lower_bound and computes the exact
+ * float64 distance (src/ivf/metric.c, cvivf_distance) only for those whose
+ * bound can still enter the results, so results equal the full-precision
+ * scan's.  The bound must hold always, whatever the data and rounding:
+ * sq8.c proves it in a comment and test/math/test_sq8.c checks it.
+ */
+#ifndef CV_MATH_SQ8_H
+#define CV_MATH_SQ8_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "distance.h"
+
+/*
+ * Per-vector factors stored beside the codes.  With x the vector, c the
+ * centroid (both float32) and k the codes, x^ = c + scale * k (exact
+ * reals) approximates x:
+ *   error       >= || x - x^ ||            (rounded up)
+ *   code_norm   >= || k ||                 (rounded up)
+ *   vector_norm <= || x ||                 (rounded down; cosine)
+ */
+typedef struct CvSq8Factors
+{
+	float		scale;
+	float		error;
+	float		code_norm;
+	float		vector_norm;
+} CvSq8Factors;
+
+/*
+ * Encodes x's residual to c (n elements) into codes[0..n-1] and factors.
+ * Returns false, with codes zero and factors that make every bound
+ * -INFINITY (error = +INFINITY), when x or c is not finite or the residual
+ * overflows float32.
+ */
+extern bool cv_sq8_encode(const float *x, const float *c, int n, int8_t *codes,
+						  CvSq8Factors *factors);
+
+/*
+ * A query prepared against one list's centroid (cv_sq8_prepare), valid
+ * while query, centroid and workspace live.  metric is a CvMetric value
+ * (cuda/include/clustervec_metric.h: 1 L2, 2 inner product, 3 cosine).
+ */
+typedef struct CvSq8Query
+{
+	int			metric;
+	int			n;
+	const float *query;
+	const float *residual;		/* float32(q - c), in the caller's workspace (L2) */
+	double		query_norm;		/* || q ||, and the allowances sq8.c derives */
+	double		residual_norm;
+	double		base;			/* <q, c> (inner product, cosine) */
+	double		slack;
+} CvSq8Query;
+
+/* workspace: n floats the prepared query may point into. */
+extern void cv_sq8_prepare(CvSq8Query *prepared, int metric, const float *query,
+						   const float *centroid, int n, float *workspace);
+
+/*
+ * A value never above cvivf_distance(metric, query, x, n) as the float64
+ * distance kernels compute it (L2: sqrt(l2_squared); inner product:
+ * -inner_product; cosine: cv_cosine_distance_from_parts, NaN for a zero
+ * vector, which orders after every number), for the x that was encoded
+ * into codes and factors.  -INFINITY when no bound can be had.
+ */
+extern double cv_sq8_lower_bound(const CvSq8Query *prepared, const int8_t *codes,
+								 const CvSq8Factors *factors);
+
+/* The kernels cv_sq8_lower_bound uses follow cv_simd_use's level. */
+extern double cv_sq8_lower_bound_at(CvSimdLevel level, const CvSq8Query *prepared,
+									const int8_t *codes, const CvSq8Factors *factors);
+
+#endif
