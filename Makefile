@@ -20,7 +20,7 @@ IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/validate.o src/ivf/introspect.o src/ivf/mirror_upload.o \
 	src/ivf/mirror_merge.o src/ivf/scan_gpu.o src/ivf/scan_report.o src/ivf/layout.o \
 	src/ivf/recall.o src/ivf/drift.o src/ivf/health.o \
-	src/ivf/calibrate.o
+	src/ivf/calibrate.o src/ivf/codes.o
 LATTICE_OBJS = src/lattice/handler.o src/lattice/labels.o src/lattice/page.o src/lattice/groups.o \
 	src/lattice/build.o src/lattice/insert.o src/lattice/vacuum.o src/lattice/scan.o \
 	src/lattice/validate.o src/lattice/introspect.o src/lattice/observed.o
@@ -38,7 +38,7 @@ OBJS = src/clustervec.o src/access.o src/math_backend.o $(TYPE_OBJS) $(IVF_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
-	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvivf_recall cvivf_reuse cvivf_health cvlattice cvlattice_errors \
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvivf_recall cvivf_reuse cvivf_sq8 cvivf_health cvlattice cvlattice_errors \
 	cluster_health kmeans gpu_cpu_path \
 	privileges hardening
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec

@@ -82,9 +82,23 @@ typedef struct BuildState
 static const CvIvfOptions *
 build_options(Relation index)
 {
-	static const CvIvfOptions defaults = {0, 0, 10, 0, 0};
+	static const CvIvfOptions defaults = {0, 0, 10, 0, 0, CVIVF_QUANTIZATION_NONE};
 
 	return index->rd_options ? (const CvIvfOptions *) index->rd_options : &defaults;
+}
+
+/* A code entry must fit a page (codes.c); refused before any work when the type says so. */
+static void
+check_quantized_dimensions(Relation index, const CvIvfOptions *options, int dimensions)
+{
+	if (options->quantization != CVIVF_QUANTIZATION_NONE &&
+		dimensions > cvivf_max_quantized_dimensions())
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cvivf quantization sq8 supports at most %d dimensions, index \"%s\" has %d",
+						cvivf_max_quantized_dimensions(), RelationGetRelationName(index),
+						dimensions),
+				 errhint("Use quantization = none for wider vectors.")));
 }
 
 /* The first vector fixes the dimensions; every other must match. */
@@ -579,6 +593,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	state.metric = cvivf_metric_of_index(index);
 	state.options = build_options(index);
 	state.dimensions = cvivf_declared_dimensions(index);
+	check_quantized_dimensions(index, state.options, state.dimensions);
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
 												ALLOCSET_DEFAULT_SIZES);
 	state.use_gpu = cv_gpu_should_use();
@@ -598,6 +613,8 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	lists = build_centroids(&state, &centroids, &norms);
 	assign_rows(&state, info, centroids, lists);
 	cvivf_init_meta(&meta, state.metric, state.dimensions, lists, true);
+	check_quantized_dimensions(index, state.options, state.dimensions);
+	cvivf_meta_set_quantization(&meta, state.options->quantization);
 	meta.iterations = state.options->iterations;
 	meta.seed = (uint64) state.options->seed;
 	meta.sample_rows = state.sample_count;

@@ -27,6 +27,26 @@ check_dimensions(Relation index, CvIvfMetaPageData *meta, const CVec *v)
 				 errhint("An index on a cvec column without a dimension count takes the dimensions of its first vector; declare the column as cvec(n).")));
 }
 
+/* Into the nearest list; a quantized index's tuple carries its code for a coded slot. */
+static void
+insert_vector(Relation index, const CvIvfMetaPageData *meta, ItemPointer tid, const float *x)
+{
+	int			list = cvivf_nearest_list(index, meta, x);
+	bool		owned;
+	const float *centroids;
+	CvIvfCodeEntry *code;
+
+	if (!cvivf_is_quantized(meta) || (meta->flags & CVIVF_META_NO_CENTROIDS))
+	{
+		cvivf_append_tuple(index, meta, list, tid, x);
+		return;
+	}
+	centroids = cvivf_get_centroids(index, meta, &owned);
+	code = palloc(meta->code_entry_size);
+	cvivf_encode_entry(meta, x, centroids + (Size) list * meta->dimensions, tid, code);
+	cvivf_append_tuple_coded(index, meta, list, tid, x, code);
+}
+
 bool
 cvivfinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 			Relation heap pg_attribute_unused(), IndexUniqueCheck checkUnique pg_attribute_unused(), bool indexUnchanged pg_attribute_unused(),
@@ -46,8 +66,7 @@ cvivfinsert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 	cvivf_read_meta(index, &meta);
 	check_dimensions(index, &meta, v);
 	if (cvivf_vector_is_indexable(meta.metric, v->x, v->dim))
-		cvivf_append_tuple(index, &meta, cvivf_nearest_list(index, &meta, v->x),
-						   heap_tid, v->x);
+		insert_vector(index, &meta, heap_tid, v->x);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(context);
 	return false;

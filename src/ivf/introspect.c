@@ -106,7 +106,84 @@ typedef struct VerifyState
 	const float *centroids;
 	int			list;
 	uint64		live;
+	uint32		slot;			/* the list's slots visited so far */
+	char	   *codes;			/* quantized: the list's code entries, in slot order */
+	uint32		coded;
 } VerifyState;
+
+static void report_violation(Relation index, BlockNumber block, Size offset,
+							 const char *invariant);
+
+/* Copies one code entry of the list being verified. */
+static void
+copy_code(const CvIvfCodeEntry *entry, void *arg)
+{
+	VerifyState *state = (VerifyState *) arg;
+
+	memcpy(state->codes + (Size) state->slot++ * state->meta->code_entry_size, entry,
+		   state->meta->code_entry_size);
+}
+
+/* A quantized list's code entries, in memory for the walk of its tuples. */
+static void
+load_codes(VerifyState *state)
+{
+	CvIvfCodedListEntry entry;
+
+	state->coded = 0;
+	if (!cvivf_is_quantized(state->meta))
+		return;
+	cvivf_read_list_entry_bytes(state->index, state->meta, state->list, &entry);
+	if (state->codes != NULL)
+		pfree(state->codes);
+	state->coded = entry.coded;
+	state->codes = MemoryContextAllocHuge(CurrentMemoryContext,
+										  Max((Size) entry.coded, 1) * state->meta->code_entry_size);
+	state->slot = 0;
+	if (entry.coded > 0)
+		cvivf_scan_codes(state->index, state->meta, &entry, NULL, copy_code, state);
+}
+
+/*
+ * A coded slot's entry names the tuple (location, TID), is live only when
+ * the tuple is, and bounds it as the scan's bound assumes: the vector lies
+ * within error of its decoded code, code_norm and vector_norm bound the
+ * code's and the vector's norms from above and below.
+ */
+static void
+verify_code(VerifyState *state, const CvIvfTupleHeader *header, const float *vector,
+			BlockNumber block, Size offset)
+{
+	const CvIvfMetaPageData *meta = state->meta;
+	const CvIvfCodeEntry *code = (const CvIvfCodeEntry *)
+		(state->codes + (Size) state->slot * meta->code_entry_size);
+	const int8 *k = CvIvfCodeEntryCodes(code);
+	const float *c = state->centroids + (Size) state->list * meta->dimensions;
+	double		residual = 0,
+				code_norm = 0,
+				norm = 0;
+
+	if (code->data_block != block || code->data_offset != offset ||
+		!ItemPointerEquals((ItemPointer) &code->header.heap_tid, (ItemPointer) &header->heap_tid))
+		report_violation(state->index, block, offset, "a coded slot's code names its tuple");
+	if (!(code->header.flags & CVIVF_TUPLE_DEAD) && (header->flags & CVIVF_TUPLE_DEAD))
+		report_violation(state->index, block, offset, "a live code's tuple is live");
+	if (code->header.flags & CVIVF_TUPLE_DEAD)
+		return;
+	for (int j = 0; j < (int) meta->dimensions; j++)
+	{
+		double		r = (double) vector[j] - ((double) c[j] + (double) code->scale * k[j]);
+
+		residual += r * r;
+		code_norm += (double) k[j] * k[j];
+		norm += (double) vector[j] * vector[j];
+	}
+	/* float64 recomputation: allow its own rounding, far below a float4 ulp */
+	if (sqrt(residual) > code->error * (1 + 1e-12) ||
+		sqrt(code_norm) > code->code_norm * (1 + 1e-12) ||
+		code->vector_norm > sqrt(norm) * (1 + 1e-12))
+		report_violation(state->index, block, offset, "a code bounds its vector");
+}
 
 static void
 report_violation(Relation index, BlockNumber block, Size offset, const char *invariant)
@@ -133,6 +210,9 @@ verify_tuple(const CvIvfTupleHeader *header, const float *vector,
 		report_violation(state->index, block, offset, "tuple flags are known");
 	if (!(header->flags & CVIVF_TUPLE_DEAD))
 		state->live++;
+	if (state->slot < state->coded && state->centroids != NULL)
+		verify_code(state, header, vector, block, offset);
+	state->slot++;
 	for (int j = 0; j < (int) meta->dimensions; j++)
 		if (!isfinite(vector[j]))
 			report_violation(state->index, block, offset, "every element is finite");
@@ -273,8 +353,13 @@ cvivf_verify(PG_FUNCTION_ARGS)
 		cvivf_verify_chain(index, &entry, nblocks);
 		state.list = list;
 		state.live = 0;
+		load_codes(&state);
+		state.slot = 0;
 		if (BlockNumberIsValid(entry.first_block))
 			cvivf_scan_list(index, &meta, entry.first_block, true, NULL, verify_tuple, &state);
+		if (state.slot < state.coded)
+			report_violation(index, cvivf_directory_block(&meta, list), 0,
+							 "a list has as many slots as codes, or more");
 		if (state.live != entry.tuples)
 			report_violation(index, cvivf_directory_block(&meta, list),
 							 CVIVF_PAGE_DATA_START + cvivf_directory_slot(&meta, list) * sizeof(CvIvfListEntry),

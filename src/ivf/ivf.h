@@ -74,6 +74,7 @@
 #define CVIVF_PAGE_REUSE 6		/* per list, where its dead slots are */
 #define CVIVF_PAGE_FREE 7		/* a reclaimed page, recorded in the FSM */
 #define CVIVF_PAGE_DRIFT 8		/* per list, its build-time baseline */
+#define CVIVF_PAGE_CODE 9		/* a quantized list's codes (see "Quantized lists") */
 
 /* metapage flags */
 #define CVIVF_META_NO_CENTROIDS 0x0001	/* built on an empty table: one list */
@@ -170,6 +171,9 @@ typedef struct CvIvfMetaPageData
 	BlockNumber drift_blocks[CVIVF_MAX_DRIFT_PAGES];
 	/* zero in metapages written before calibration (see the header) */
 	CvIvfCalibration calibration;
+	/* zero in metapages written before quantized lists: none */
+	uint32		quantization;	/* CVIVF_QUANTIZATION_* */
+	uint32		code_entry_size;	/* bytes of one CvIvfCodeEntry with its codes */
 } CvIvfMetaPageData;
 
 typedef CvIvfMetaPageData *CvIvfMetaPage;
@@ -226,9 +230,57 @@ typedef struct CvIvfTupleHeader
 	uint16		flags;
 } CvIvfTupleHeader;
 
+/*
+ * Quantized lists (reloption quantization = sq8, cvivf only).  The build
+ * writes each list's tuples as usual and, right after the list's data
+ * pages, its code pages: one CvIvfCodeEntry per tuple, in the order of the
+ * tuples (the list's "coded" slots), code_entry_size bytes each, never
+ * straddling a page, so entry i is at block code_first_block + i / per
+ * page.  An entry holds the heap TID, the dead flag, where its tuple is,
+ * and the 8-bit code of the vector's residual to the list's centroid
+ * (src/math/sq8.h), from which a scan bounds the exact distance from
+ * below and reads the vector only when the bound could still be among the
+ * results (src/ivf/scan.c).  Tuples appended after the build (from
+ * tail_block, tail_offset on) have no code and are read whole.  A tuple
+ * and its code change together: VACUUM flags the code dead before the
+ * tuple, and an insert that fills a dead coded slot rewrites its code in
+ * the record that makes the tuple live (page.c).  Code pages are on no
+ * chain; VACUUM never reclaims them.
+ */
+#define CVIVF_QUANTIZATION_NONE 0
+#define CVIVF_QUANTIZATION_SQ8 1
+
+typedef struct CvIvfCodedListEntry
+{
+	CvIvfListEntry base;
+	BlockNumber code_first_block;	/* InvalidBlockNumber: no coded slots */
+	uint32		coded;			/* slots with a code: the build's tuples */
+	BlockNumber tail_block;		/* where the slot after the coded ones starts */
+	uint32		tail_offset;
+} CvIvfCodedListEntry;
+
+typedef struct CvIvfCodeEntry
+{
+	CvIvfTupleHeader header;	/* as the tuple's: heap TID, dead flag */
+	BlockNumber data_block;		/* the tuple's header */
+	uint16		data_offset;
+	uint16		unused;
+	float4		scale;			/* CvSq8Factors, field for field */
+	float4		error;
+	float4		code_norm;
+	float4		vector_norm;
+	/* then int8 codes[dimensions], padded to MAXALIGN */
+} CvIvfCodeEntry;
+
+#define CVIVF_CODE_ENTRY_SIZE(dim) MAXALIGN(sizeof(CvIvfCodeEntry) + (Size) (dim))
+#define CVIVF_CODES_PER_PAGE(meta) ((uint32) (CVIVF_PAGE_CAPACITY / (meta)->code_entry_size))
+#define CvIvfCodeEntryCodes(entry) ((const int8 *) ((const char *) (entry) + sizeof(CvIvfCodeEntry)))
+
 StaticAssertDecl(sizeof(CvIvfTupleHeader) == 8, "tuple header must be 8 bytes");
 StaticAssertDecl(sizeof(CvIvfReuseEntry) == 16, "reuse entry must be 16 bytes");
 StaticAssertDecl(sizeof(CvIvfDriftEntry) == 24, "drift entry must be 24 bytes");
+StaticAssertDecl(sizeof(CvIvfCodedListEntry) == 40, "coded list entry must be 40 bytes");
+StaticAssertDecl(sizeof(CvIvfCodeEntry) == 32, "code entry header must be 32 bytes");
 StaticAssertDecl(sizeof(CvIvfMetaPageData) <= BLCKSZ / 2, "the metapage fits its page");
 
 #define CvIvfPageGetOpaque(page) ((CvIvfPageOpaque) PageGetSpecialPointer(page))
@@ -253,6 +305,7 @@ typedef struct CvIvfOptions
 	int			iterations;
 	int			seed;
 	int			sample_rows;	/* 0: automatic */
+	int			quantization;	/* CVIVF_QUANTIZATION_* */
 } CvIvfOptions;
 
 /* build phases, as pg_stat_progress_create_index reports them */
@@ -468,6 +521,29 @@ typedef struct CvIvfListDrift
 
 extern CvIvfListDrift *cvivf_read_list_drift(Relation index, const CvIvfMetaPageData *meta,
 											 bool *have_baseline);
+
+/* codes.c: quantized lists (see "Quantized lists") */
+extern int	cvivf_max_quantized_dimensions(void);
+extern void cvivf_meta_set_quantization(CvIvfMetaPageData *meta, int quantization);
+extern bool cvivf_is_quantized(const CvIvfMetaPageData *meta);
+extern void cvivf_encode_entry(const CvIvfMetaPageData *meta, const float *vector,
+							   const float *centroid, ItemPointer tid, CvIvfCodeEntry *entry);
+extern void cvivf_code_location(const CvIvfMetaPageData *meta, const CvIvfCodedListEntry *entry,
+								uint32 ordinal, BlockNumber *block, Size *offset);
+extern bool cvivf_coded_slot_ordinal(const CvIvfMetaPageData *meta,
+									 const CvIvfCodedListEntry *entry, BlockNumber block,
+									 Size offset, uint32 *ordinal);
+typedef void (*CvIvfCodeVisitor) (const CvIvfCodeEntry *entry, void *arg);
+extern void cvivf_scan_codes(Relation index, const CvIvfMetaPageData *meta,
+							 const CvIvfCodedListEntry *entry, BufferAccessStrategy strategy,
+							 CvIvfCodeVisitor visitor, void *arg);
+extern int	cvivf_mark_codes_dead(Relation index, const CvIvfMetaPageData *meta,
+								  const CvIvfCodedListEntry *entry, const uint32 *ordinals,
+								  const ItemPointerData *tids, int count,
+								  BufferAccessStrategy strategy);
+extern void cvivf_append_tuple_coded(Relation index, const CvIvfMetaPageData *meta, int list,
+									 ItemPointer tid, const float *vector,
+									 const CvIvfCodeEntry *code);
 
 /* introspect.c */
 extern void cvivf_verify_chain(Relation index, const CvIvfListEntry *entry, BlockNumber nblocks);

@@ -141,6 +141,8 @@ struct CvIvfBuildWriter
 	BlockNumber next_block;		/* the block the next extension returns */
 	int			list;
 	Size		tuple_size;
+	const float *centroids;		/* the caller's, alive until finish; codes need them */
+	PGAlignedBlock code_image;	/* the code page being filled (quantized lists) */
 };
 
 /* Extends the fork and checks it returned the block the layout expects. */
@@ -156,6 +158,7 @@ write_next_block(CvIvfBuildWriter *writer, Page image, BlockNumber expected)
 }
 
 static void flush_data_page(CvIvfBuildWriter *writer, BlockNumber next);
+static void finish_list(CvIvfBuildWriter *writer);
 
 /* cvivf's part of a list's directory entry in the writer. */
 static CvIvfListEntry *
@@ -184,8 +187,8 @@ cvivf_writer_page(CvIvfBuildWriter *writer, Page image)
 {
 	BlockNumber block;
 
-	if (writer->have_page)
-		flush_data_page(writer, InvalidBlockNumber);
+	finish_list(writer);
+	writer->list = writer->meta.lists;	/* no list after the caller's pages */
 	block = writer->next_block++;
 	write_next_block(writer, image, block);
 	return block;
@@ -260,6 +263,7 @@ cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const d
 		write_next_block(writer, image.data, block++);
 	}
 	writer->next_block = block;
+	writer->centroids = centroids;
 }
 
 /* Writes the data page being filled, pointing at next. */
@@ -288,13 +292,71 @@ start_data_page(CvIvfBuildWriter *writer)
 	entry->last_block = block;
 }
 
+/* Encodes one tuple of the list just written onto the code page being filled. */
+static void
+encode_written_tuple(const CvIvfTupleHeader *header, const float *vector,
+					 BlockNumber block, Size offset, void *arg)
+{
+	CvIvfBuildWriter *writer = (CvIvfBuildWriter *) arg;
+	CvIvfCodeEntry *entry;
+	Page		page = writer->code_image.data;
+
+	if (cvivf_page_free_bytes(page) < writer->meta.code_entry_size)
+	{
+		write_next_block(writer, page, writer->next_block++);
+		cvivf_page_init(page, CVIVF_PAGE_CODE);
+	}
+	entry = (CvIvfCodeEntry *) ((char *) page + ((PageHeader) page)->pd_lower);
+	cvivf_encode_entry(&writer->meta, vector,
+					   writer->centroids + (Size) writer->list * writer->meta.dimensions,
+					   (ItemPointer) &header->heap_tid, entry);
+	entry->data_block = block;
+	entry->data_offset = (uint16) offset;
+	((PageHeader) page)->pd_lower += writer->meta.code_entry_size;
+}
+
+/*
+ * The code pages of a quantized list, right after its data pages, encoded
+ * from the pages just written (so no list is held in memory), and where
+ * the slot after its last tuple starts.
+ */
+static void
+write_list_codes(CvIvfBuildWriter *writer)
+{
+	CvIvfCodedListEntry *entry = (CvIvfCodedListEntry *) writer_list_entry(writer, writer->list);
+
+	entry->code_first_block = InvalidBlockNumber;
+	entry->tail_block = InvalidBlockNumber;
+	if (entry->base.tuples == 0)
+		return;
+	entry->tail_block = writer->page_block;
+	entry->tail_offset = ((PageHeader) writer->image.data)->pd_lower;
+	flush_data_page(writer, InvalidBlockNumber);
+	entry->code_first_block = writer->next_block;
+	entry->coded = (uint32) entry->base.tuples;
+	cvivf_page_init(writer->code_image.data, CVIVF_PAGE_CODE);
+	cvivf_scan_list(writer->index, &writer->meta, entry->base.first_block, true, NULL,
+					encode_written_tuple, writer);
+	write_next_block(writer, writer->code_image.data, writer->next_block++);
+}
+
+/* Ends the list being written: its last data page, and its codes when quantized. */
+static void
+finish_list(CvIvfBuildWriter *writer)
+{
+	if (writer->list >= 0 && writer->list < (int) writer->meta.lists &&
+		cvivf_is_quantized(&writer->meta) && writer->fork == MAIN_FORKNUM)
+		write_list_codes(writer);
+	if (writer->have_page)
+		flush_data_page(writer, InvalidBlockNumber);
+}
+
 /* Lists are written in order, each on pages of its own. */
 void
 cvivf_writer_start_list(CvIvfBuildWriter *writer, int list)
 {
 	Assert(list > writer->list && list < (int) writer->meta.lists);
-	if (writer->have_page)
-		flush_data_page(writer, InvalidBlockNumber);
+	finish_list(writer);
 	writer->list = list;
 }
 
@@ -343,8 +405,7 @@ cvivf_writer_finish(CvIvfBuildWriter *writer)
 	CvIvfMetaPageData *meta = &writer->meta;
 	uint32		per_page = meta->entries_per_directory_page;
 
-	if (writer->have_page)
-		flush_data_page(writer, InvalidBlockNumber);
+	finish_list(writer);
 	for (uint32 first = 0; first < meta->lists; first += per_page)
 	{
 		cvivf_page_init(image.data, CVIVF_PAGE_DIRECTORY);
@@ -377,6 +438,11 @@ typedef struct TupleAppend
 	Size		tuple_size;
 	const CvIvfAppendExtra *extra;	/* NULL, or one more page for the linking record */
 	Buffer		extra_buf;
+	const CvIvfCodeEntry *code;	/* quantized: the tuple's code, for a coded slot */
+	Size		code_size;
+	CvIvfAppendExtra code_extra;	/* the extra page that writes it */
+	Size		code_offset;
+	CvIvfSlot	code_slot;
 } TupleAppend;
 
 /* Writes the part of the tuple that goes on fresh page i (already initialised). */
@@ -614,6 +680,49 @@ write_fill(const TupleAppend *append, const CvIvfMetaPageData *meta, int list, S
 	GenericXLogFinish(state);
 }
 
+/* Writes the filled slot's code entry: live, the new tuple's code, the slot's location. */
+static void
+apply_code_rewrite(Page page, char *entry pg_attribute_unused(), void *arg)
+{
+	TupleAppend *append = (TupleAppend *) arg;
+	CvIvfCodeEntry *code = (CvIvfCodeEntry *) ((char *) page + append->code_offset);
+
+	if (code->data_block != append->code_slot.block ||
+		code->data_offset != append->code_slot.offset)
+		elog(ERROR, "code entry at block %u, offset %zu of index \"%s\" is not the slot's",
+			 append->code_extra.block, append->code_offset,
+			 RelationGetRelationName(append->index));
+	memcpy(code, append->code, append->code_size);
+	code->data_block = append->code_slot.block;
+	code->data_offset = (uint16) append->code_slot.offset;
+}
+
+/*
+ * A dead slot among a quantized list's coded ones has a code entry that
+ * must describe the tuple that fills it, in the record that makes the
+ * tuple live: the code page becomes the fill's extra page.
+ */
+static void
+plan_code_rewrite(TupleAppend *append, const CvIvfMetaPageData *meta, int list, CvIvfSlot slot)
+{
+	CvIvfCodedListEntry entry;
+	uint32		ordinal;
+
+	if (append->code == NULL)
+		return;
+	Assert(append->extra == NULL);
+	memcpy(&entry, cvivf_directory_entry(BufferGetPage(append->directory), meta, list),
+		   sizeof(entry));
+	if (!cvivf_coded_slot_ordinal(meta, &entry, slot.block, slot.offset, &ordinal))
+		return;
+	cvivf_code_location(meta, &entry, ordinal, &append->code_extra.block, &append->code_offset);
+	append->code_slot = slot;
+	append->code_size = meta->code_entry_size;
+	append->code_extra.apply = apply_code_rewrite;
+	append->code_extra.arg = append;
+	append->extra = &append->code_extra;
+}
+
 /*
  * Fills the list's first dead slot with the tuple; false when the list has
  * none (the caller appends).  Whether the slot lies in the list's dead
@@ -643,6 +752,7 @@ fill_dead_slot(TupleAppend *append, const CvIvfMetaPageData *meta, int list)
 		return false;
 	}
 	fill.blocks = cvivf_slot_pages(index, meta, fill.slot, &fill.count, &fill.next);
+	plan_code_rewrite(append, meta, list, fill.slot);
 	fill.reuse = InvalidBuffer;
 	if (fill.slot.block != entry.first_dead.block || !BlockNumberIsValid(fill.next.block))
 	{
@@ -721,9 +831,9 @@ append_at_end(TupleAppend *append, const CvIvfMetaPageData *meta, int list)
  * the CPU.  No generation goes up: a table whose rows are deleted and
  * inserted again keeps its mirror until the next VACUUM.
  */
-void
-cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list,
-						 ItemPointer tid, const float *vector, const CvIvfAppendExtra *extra)
+static void
+append_tuple(Relation index, const CvIvfMetaPageData *meta, int list, ItemPointer tid,
+			 const float *vector, const CvIvfAppendExtra *extra, const CvIvfCodeEntry *code)
 {
 	TupleAppend append = {0};
 	CvIvfTupleHeader *header;
@@ -731,6 +841,7 @@ cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list
 
 	append.index = index;
 	append.extra = extra;
+	append.code = code;
 	append.tuple_size = CVIVF_TUPLE_SIZE(meta->dimensions);
 	append.tuple = palloc(append.tuple_size);
 	header = (CvIvfTupleHeader *) append.tuple;
@@ -746,6 +857,26 @@ cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list
 		append_at_end(&append, meta, list);
 	UnlockReleaseBuffer(append.directory);
 	pfree((char *) append.tuple);
+}
+
+void
+cvivf_append_tuple_extra(Relation index, const CvIvfMetaPageData *meta, int list,
+						 ItemPointer tid, const float *vector, const CvIvfAppendExtra *extra)
+{
+	append_tuple(index, meta, list, tid, vector, extra, NULL);
+}
+
+/*
+ * The same for a quantized list, whose tuple has code (encoded against the
+ * list's centroid): a fill of a coded slot rewrites the slot's code entry
+ * in the record that makes the tuple live.  An append at the end needs no
+ * code: the slots after the build's are read whole.
+ */
+void
+cvivf_append_tuple_coded(Relation index, const CvIvfMetaPageData *meta, int list,
+						 ItemPointer tid, const float *vector, const CvIvfCodeEntry *code)
+{
+	append_tuple(index, meta, list, tid, vector, NULL, code);
 }
 
 /* ---------------------------------------------------------------------
@@ -1039,4 +1170,58 @@ cvivf_set_dimensions(Relation index, int dimensions)
 	else
 		GenericXLogAbort(state);
 	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Flags dead the code entries of a quantized list's coded slots ordinals
+ * (ascending) whose entry still holds tids' TID, one record per code page.
+ * VACUUM calls it before it flags the tuples themselves: until then a
+ * dead code only hides a row no snapshot sees, while a live code over a
+ * dead tuple would let a fill (which takes dead tuples' slots) race this
+ * flag.  A slot filled meanwhile holds another TID and is left alone.
+ */
+int
+cvivf_mark_codes_dead(Relation index, const CvIvfMetaPageData *meta,
+					  const CvIvfCodedListEntry *entry, const uint32 *ordinals,
+					  const ItemPointerData *tids, int count, BufferAccessStrategy strategy)
+{
+	int			flagged = 0;
+	int			start = 0;
+
+	while (start < count)
+	{
+		BlockNumber block;
+		BlockNumber other;
+		Size		offset;
+		Buffer		buf;
+		GenericXLogState *state;
+		Page		page;
+		int			end = start;
+
+		cvivf_code_location(meta, entry, ordinals[start], &block, &offset);
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_CODE);
+		state = GenericXLogStart(index);
+		page = GenericXLogRegisterBuffer(state, buf, 0);
+		for (; end < count; end++)
+		{
+			CvIvfCodeEntry *code;
+
+			cvivf_code_location(meta, entry, ordinals[end], &other, &offset);
+			if (other != block)
+				break;
+			code = (CvIvfCodeEntry *) ((char *) page + offset);
+			if (!(code->header.flags & CVIVF_TUPLE_DEAD) &&
+				ItemPointerEquals(&code->header.heap_tid, (ItemPointer) &tids[end]))
+			{
+				code->header.flags |= CVIVF_TUPLE_DEAD;
+				flagged++;
+			}
+		}
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+		start = end;
+	}
+	return flagged;
 }

@@ -29,6 +29,7 @@
 #include "lattice/lattice.h"
 #include "math/distance.h"
 #include "math/distance_bound.h"
+#include "math/sq8.h"
 #include "type/cvec.h"
 
 /*
@@ -70,6 +71,9 @@ typedef struct CvIvfScanState
 	bool		planned;		/* ranked, max_lists and batch are set */
 	bool		keyed;			/* cvlattice label conditions chose the lists */
 	int32	   *keyed_lists;	/* those lists, ascending, for the GPU */
+	const float *centroids;		/* quantized: the stored centroids codes are against */
+	CvSq8Query	sq8;			/* the query prepared for the list being read */
+	float	   *sq8_workspace;
 } CvIvfScanState;
 
 /* NaN (a zero vector under cosine) orders last, as float8 ordering does. */
@@ -158,6 +162,57 @@ collect_tuple(const CvIvfTupleHeader *header, const float *vector,
 		distance = cvivf_distance(state->meta.metric, state->query, vector,
 								  state->meta.dimensions);
 	push_candidate(state, distance, (ItemPointer) &header->heap_tid, exact, block, offset);
+}
+
+/* A coded slot of a quantized list: its bound from the code alone. */
+static void
+collect_code(const CvIvfCodeEntry *entry, void *arg)
+{
+	CvIvfScanState *state = (CvIvfScanState *) arg;
+	double		bound = 0;
+
+	if (entry->header.flags & CVIVF_TUPLE_DEAD)
+		return;
+	if (!state->query_is_null)
+		bound = cv_sq8_lower_bound(&state->sq8, (const int8_t *) CvIvfCodeEntryCodes(entry),
+								   (const CvSq8Factors *) &entry->scale);
+	push_candidate(state, bound, (ItemPointer) &entry->header.heap_tid, state->query_is_null,
+				   entry->data_block, entry->data_offset);
+}
+
+/*
+ * A quantized list: its coded slots ranked by their codes' bounds, then
+ * the tuples appended since the build, read whole.
+ */
+static void
+collect_quantized_list(IndexScanDesc scan, CvIvfScanState *state, int list)
+{
+	Relation	index = scan->indexRelation;
+	CvIvfCodedListEntry entry;
+	bool		owned;
+
+	cvivf_read_list_entry_bytes(index, &state->meta, list, &entry);
+	if (entry.coded == 0)
+	{
+		if (BlockNumberIsValid(entry.base.first_block))
+			cvivf_scan_list(index, &state->meta, entry.base.first_block, false, NULL,
+							collect_tuple, state);
+		return;
+	}
+	if (!state->query_is_null)
+	{
+		if (state->centroids == NULL)
+		{
+			state->centroids = cvivf_get_centroids(index, &state->meta, &owned);
+			state->sq8_workspace = palloc(sizeof(float) * state->meta.dimensions);
+		}
+		cv_sq8_prepare(&state->sq8, state->meta.metric, state->query,
+					   state->centroids + (Size) list * state->meta.dimensions,
+					   state->meta.dimensions, state->sq8_workspace);
+	}
+	cvivf_scan_codes(index, &state->meta, &entry, NULL, collect_code, state);
+	cvivf_scan_list_from(index, &state->meta, entry.tail_block, entry.tail_offset, false, NULL,
+						 collect_tuple, state);
 }
 
 /* Replaces the top candidate's lower bound by its exact distance. */
@@ -286,10 +341,15 @@ open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
 	for (int i = 0; i < batch; i++)
 	{
 		CvIvfListEntry entry;
+		int			list = state->ranked[state->lists_opened++].list;
 
 		CHECK_FOR_INTERRUPTS();
-		cvivf_read_list_entry(scan->indexRelation, &state->meta,
-							  state->ranked[state->lists_opened++].list, &entry);
+		if (cvivf_is_quantized(&state->meta))
+		{
+			collect_quantized_list(scan, state, list);
+			continue;
+		}
+		cvivf_read_list_entry(scan->indexRelation, &state->meta, list, &entry);
 		if (BlockNumberIsValid(entry.first_block))
 			cvivf_scan_list(scan->indexRelation, &state->meta, entry.first_block, false,
 							NULL, collect_tuple, state);

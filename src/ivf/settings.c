@@ -21,6 +21,12 @@ bool		cvlattice_observe = false;
 
 static relopt_kind cvivf_relopt_kind;
 
+static relopt_enum_elt_def quantization_options[] = {
+	{"none", CVIVF_QUANTIZATION_NONE},
+	{"sq8", CVIVF_QUANTIZATION_SQ8},
+	{NULL}
+};
+
 static const struct config_enum_entry iterative_scan_options[] = {
 	{"off", CVIVF_ITERATIVE_OFF, false},
 	{"relaxed_order", CVIVF_ITERATIVE_RELAXED, false},
@@ -65,6 +71,10 @@ define_reloptions(void)
 	add_int_reloption(cvivf_relopt_kind, "sample_rows",
 					  "Rows sampled for k-means (0: 50 per list, at least 10,000)",
 					  0, 0, INT_MAX, AccessExclusiveLock);
+	add_enum_reloption(cvivf_relopt_kind, "quantization",
+					   "Storage of each list: none, or sq8 (8-bit codes ranked first, exact distances for the few that can be results)",
+					   quantization_options, CVIVF_QUANTIZATION_NONE,
+					   "Valid values are \"none\" and \"sq8\".", AccessExclusiveLock);
 }
 
 void
@@ -173,6 +183,7 @@ cvivfoptions(Datum reloptions, bool validate)
 		{"iterations", RELOPT_TYPE_INT, offsetof(CvIvfOptions, iterations)},
 		{"seed", RELOPT_TYPE_INT, offsetof(CvIvfOptions, seed)},
 		{"sample_rows", RELOPT_TYPE_INT, offsetof(CvIvfOptions, sample_rows)},
+		{"quantization", RELOPT_TYPE_ENUM, offsetof(CvIvfOptions, quantization)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, cvivf_relopt_kind,

@@ -31,6 +31,8 @@ typedef struct DeadTuple
 {
 	BlockNumber block;
 	Size		offset;
+	uint32		ordinal;		/* the slot's place in its list, in chain order */
+	ItemPointerData tid;
 } DeadTuple;
 
 typedef struct BulkDeleteState
@@ -46,6 +48,7 @@ typedef struct BulkDeleteState
 	bool	   *reached;		/* blocks below nblocks some chain reached */
 	BlockNumber nblocks;
 	BlockNumber last_page;		/* the walked list's last page */
+	uint32		slots;			/* slots of the walked list so far, dead or live */
 } BulkDeleteState;
 
 static const CvIvfSlot no_slot = {InvalidBlockNumber, 0};
@@ -83,6 +86,7 @@ judge_tuple(const CvIvfTupleHeader *header, const float *vector pg_attribute_unu
 			BlockNumber block, Size offset, void *arg)
 {
 	BulkDeleteState *state = (BulkDeleteState *) arg;
+	uint32		ordinal = state->slots++;
 
 	if (header->flags & CVIVF_TUPLE_DEAD)
 	{
@@ -103,6 +107,8 @@ judge_tuple(const CvIvfTupleHeader *header, const float *vector pg_attribute_unu
 	}
 	state->dead[state->dead_count].block = block;
 	state->dead[state->dead_count].offset = offset;
+	state->dead[state->dead_count].ordinal = ordinal;
+	state->dead[state->dead_count].tid = header->heap_tid;
 	state->dead_count++;
 }
 
@@ -144,6 +150,36 @@ flag_dead(Relation index, const CvIvfMetaPageData *meta, int list, BulkDeleteSta
 	return removed;
 }
 
+/*
+ * A quantized list's dead tuples among its coded slots have their codes
+ * flagged first (cvivf_mark_codes_dead says why).  Their ordinals come in
+ * chain order, ascending, as the walk found them.
+ */
+static void
+flag_codes_dead(Relation index, const CvIvfMetaPageData *meta, int list, BulkDeleteState *state,
+				BufferAccessStrategy strategy)
+{
+	CvIvfCodedListEntry entry;
+	uint32	   *ordinals;
+	ItemPointerData *tids;
+	int			count = 0;
+
+	cvivf_read_list_entry_bytes(index, meta, list, &entry);
+	if (entry.coded == 0 || state->dead_count == 0)
+		return;
+	ordinals = palloc(sizeof(uint32) * state->dead_count);
+	tids = palloc(sizeof(ItemPointerData) * state->dead_count);
+	for (int i = 0; i < state->dead_count && state->dead[i].ordinal < entry.coded; i++)
+	{
+		ordinals[count] = state->dead[i].ordinal;
+		tids[count++] = state->dead[i].tid;
+	}
+	if (count > 0)
+		cvivf_mark_codes_dead(index, meta, &entry, ordinals, tids, count, strategy);
+	pfree(ordinals);
+	pfree(tids);
+}
+
 IndexBulkDeleteResult *
 cvivfbulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				IndexBulkDeleteCallback callback, void *callback_state)
@@ -169,9 +205,12 @@ vacuum_list(IndexVacuumInfo *info, const CvIvfMetaPageData *meta, int list,
 	state->reuse.first_dead = no_slot;
 	state->reuse.dead_tail = no_slot;
 	state->last_page = InvalidBlockNumber;
+	state->slots = 0;
 	if (BlockNumberIsValid(entry.first_block))
 		cvivf_scan_list_pages(index, meta, entry.first_block, true, info->strategy,
 							  judge_tuple, note_page, state);
+	if (cvivf_is_quantized(meta))
+		flag_codes_dead(index, meta, list, state, info->strategy);
 	removed = flag_dead(index, meta, list, state, info->strategy);
 	if (removed > 0 && changed != NULL)
 		changed(index, meta, list, info->strategy, arg);
