@@ -32,6 +32,8 @@ Environment:
   CV_BENCH_PGVECTOR  0: clustervec only
   CV_BENCH_IVFFLAT / CV_BENCH_HNSW  0: skip that pgvector index
   CV_BENCH_PASSES    timed passes per setting (1); QPS and latencies pool them
+  CV_BENCH_QUANT     cvivf storages to compare, comma list among none, sq8 (none,sq8);
+                     each on its own copy of the table, so the planner sees one cvivf
   CV_BENCH_SEED      data and query seed (20261130)
   CV_BENCH_FASHION_DIR  the Fashion-MNIST t10k folder
   CV_BENCH_JSON      also write every measurement to this file
@@ -63,6 +65,7 @@ def env_list(name, default):
 
 
 PROBES = env_list("CV_BENCH_PROBES", "1,5,10,20,40")
+QUANT = [q.strip() for q in os.environ.get("CV_BENCH_QUANT", "none,sq8").split(",") if q.strip()]
 EF_SEARCH = env_list("CV_BENCH_EF", "40,100")
 ALL_SETS = ["synth128", "synth1024", "fashion", "fashion_cos"]
 
@@ -497,12 +500,20 @@ def bench_set(cur, meter, ds, pgvector):
     entries = []
     probes = lambda guc, lists: [(f"probes {p}", [f"SET {guc} = {p}"])  # noqa: E731
                                  for p in PROBES if p <= lists]
+    for q in QUANT:
+        if q != "none":
+            cur.execute(f"DROP TABLE IF EXISTS ivf_cvec_{q}")
+            cur.execute(f"CREATE TABLE ivf_cvec_{q} AS SELECT * FROM ivf_cvec")
     for lists in ds.lists:
-        group = [dict(kind="clustervec cvivf", params=f"lists = {lists}", table="ivf_cvec",
-                      index="ivf_cvec_idx", cast="cvec", op=op,
-                      create=f"CREATE INDEX ivf_cvec_idx ON ivf_cvec USING cvivf (v {cv_ops}) "
-                             f"WITH (lists = {lists})",
-                      settings=probes("clustervec.probes", lists))]
+        group = []
+        for q in QUANT:
+            table = "ivf_cvec" if q == "none" else f"ivf_cvec_{q}"
+            group.append(dict(
+                kind="clustervec cvivf" + ("" if q == "none" else f" {q}"),
+                params=f"lists = {lists}", table=table, index=f"{table}_idx", cast="cvec", op=op,
+                create=f"CREATE INDEX {table}_idx ON {table} USING cvivf (v {cv_ops}) "
+                       f"WITH (lists = {lists}, quantization = {q})",
+                settings=probes("clustervec.probes", lists)))
         if pgvector and os.environ.get("CV_BENCH_IVFFLAT", "1") != "0":
             group.append(dict(
                 kind="pgvector ivfflat", params=f"lists = {lists}", table="ivf_vector",
@@ -527,6 +538,9 @@ def bench_set(cur, meter, ds, pgvector):
             entries += got
     if os.environ.get("CV_BENCH_KEEP", "0") != "1":
         cur.execute("DROP TABLE IF EXISTS ivf_cvec, ivf_vector")
+        for q in QUANT:
+            if q != "none":
+                cur.execute(f"DROP TABLE IF EXISTS ivf_cvec_{q}")
     return dict(name=ds.name, title=ds.title, rows=ds.rows, dims=ds.dims, metric=ds.metric,
                 note=ds.note, queries=len(ds.queries), entries=entries, skipped_hnsw=skipped_hnsw)
 
@@ -549,6 +563,26 @@ def qps_at(runs, target):
         if r0 <= target <= r1:
             return float(np.exp(q0 if r1 == r0 else q0 + (q1 - q0) * (target - r0) / (r1 - r0)))
     return None
+
+
+def report_vs_hnsw(res):
+    """QPS at recall 0.95 and 0.99 (interpolated) of every index, and against hnsw's."""
+    hnsw = [e for e in res["entries"] if e["kind"] == "pgvector hnsw"]
+    out("| index | parameters | build s | size / raw floats | QPS at recall 0.95 | x hnsw "
+        "| QPS at recall 0.99 | x hnsw | build x faster than hnsw |")
+    out("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    ref = hnsw[0] if hnsw else None
+    for e in res["entries"]:
+        cells = []
+        for target in (0.95, 0.99):
+            q = qps_at(e["runs"], target)
+            r = qps_at(ref["runs"], target) if ref else None
+            cells.append(f"{q:.0f}" if q else "-")
+            cells.append(f"{q / r:.2f}x" if q and r else "-")
+        faster = f"{ref['build_s'] / e['build_s']:.1f}x" if ref else "-"
+        out(f"| {e['kind']} | {e['params']} | {e['build_s']:.1f} | {e['size'] / e['raw']:.2f} | "
+            f"{' | '.join(cells)} | {faster} |")
+    out()
 
 
 def report_set(res):
@@ -576,6 +610,7 @@ def report_set(res):
     out()
     if res["skipped_hnsw"]:
         out(f"({res['skipped_hnsw']}.)\n")
+    report_vs_hnsw(res)
     cv = [e for e in res["entries"] if e["kind"] == "clustervec cvivf"]
     pv = {e["params"]: e for e in res["entries"] if e["kind"] == "pgvector ivfflat"}
     pairs = [(c, pv[c["params"]]) for c in cv if c["params"] in pv]
