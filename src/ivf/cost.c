@@ -18,6 +18,21 @@
 
 #include "ivf/ivf.h"
 
+/*
+ * The share of a quantized index's bytes a scan reads: the code pages,
+ * and a vector only now and then (the candidates whose bound could still
+ * be a result; few, so not charged).  1 for full-precision lists.
+ */
+static double
+read_share(const CvIvfMetaPageData *meta)
+{
+	double		codes = meta->code_entry_size;
+
+	if (!cvivf_is_quantized(meta))
+		return 1.0;
+	return codes / (codes + CVIVF_TUPLE_SIZE(meta->dimensions));
+}
+
 /* The fraction of the index a scan reads with the current settings, and the dimensions. */
 static double
 probed_fraction(Oid index_oid, int *dimensions)
@@ -32,7 +47,7 @@ probed_fraction(Oid index_oid, int *dimensions)
 	*dimensions = meta.dimensions;
 	if ((meta.flags & CVIVF_META_NO_CENTROIDS) || meta.lists <= 1)
 		return 1.0;
-	return (double) Min((uint32) probes, meta.lists) / meta.lists;
+	return read_share(&meta) * Min((uint32) probes, meta.lists) / meta.lists;
 }
 
 void
