@@ -37,8 +37,8 @@ typedef struct CvSq8Factors
 /*
  * Encodes x's residual to c (n elements) into codes[0..n-1] and factors.
  * Returns false, with codes zero and factors that make every bound
- * -INFINITY (error = +INFINITY), when x or c is not finite or the residual
- * overflows float32.
+ * -INFINITY (error = +INFINITY), when x or c is not finite, the error
+ * overflows float32, or n is outside [1, CV_SQ8_MAX_DIM].
  */
 extern bool cv_sq8_encode(const float *x, const float *c, int n, int8_t *codes,
 						  CvSq8Factors *factors);
@@ -53,12 +53,28 @@ typedef struct CvSq8Query
 	int			metric;
 	int			n;
 	const float *query;
-	const float *residual;		/* float32(q - c), in the caller's workspace (L2) */
+	const float *residual;		/* float32(q - c), in the caller's workspace
+								 * (L2); scaled by pow2, see below */
 	double		query_norm;		/* || q ||, and the allowances sq8.c derives */
 	double		residual_norm;
 	double		base;			/* <q, c> (inner product, cosine) */
 	double		slack;
+	/* added by sq8.c; callers need not read them */
+	const float *scaled;		/* float32(q * pow2), in the workspace (inner
+								 * product, cosine) */
+	double		pow2;			/* exact power of two keeping float32 sums far
+								 * from overflow and underflow */
+	double		query_norm_low; /* lower bound on || q || (query_norm is the
+								 * upper one) */
+	double		centroid_norm;	/* upper bound on || c || */
+	double		gamma;			/* float32 g_{n+2} of the proof */
+	double		fixed;			/* per-query part of the rounding allowance */
+	double		per_code;		/* allowance per unit of scale * code_norm */
+	bool		usable;			/* false: every bound is -INFINITY */
 } CvSq8Query;
+
+/* Largest n the proof in sq8.c covers (cvec's limit is 16,000). */
+#define CV_SQ8_MAX_DIM (1 << 20)
 
 /* workspace: n floats the prepared query may point into. */
 extern void cv_sq8_prepare(CvSq8Query *prepared, int metric, const float *query,
