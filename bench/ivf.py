@@ -32,6 +32,8 @@ Environment:
   CV_BENCH_PGVECTOR  0: clustervec only
   CV_BENCH_IVFFLAT / CV_BENCH_HNSW  0: skip that pgvector index
   CV_BENCH_PASSES    timed passes per setting (1); QPS and latencies pool them
+  CV_BENCH_CLIENTS   client counts (1); above 1, every setting is also run by that many
+                     concurrent sessions, each its own connection, QPS over all of them
   CV_BENCH_QUANT     cvivf storages to compare, comma list among none, sq8 (none,sq8);
                      each on its own copy of the table, so the planner sees one cvivf
   CV_BENCH_SEED      data and query seed (20261130)
@@ -65,6 +67,7 @@ def env_list(name, default):
 
 
 PROBES = env_list("CV_BENCH_PROBES", "1,5,10,20,40")
+CLIENTS = [c for c in env_list("CV_BENCH_CLIENTS", "1") if c > 1]
 QUANT = [q.strip() for q in os.environ.get("CV_BENCH_QUANT", "none,sq8").split(",") if q.strip()]
 EF_SEARCH = env_list("CV_BENCH_EF", "40,100")
 ALL_SETS = ["synth128", "synth1024", "fashion", "fashion_cos"]
@@ -398,6 +401,33 @@ def run_queries(cur, meter, sql, queries):
     return times, answers, CpuMeter.diff(before, meter.snap())
 
 
+def concurrent_qps(sets, sql, queries, clients):
+    """QPS of clients sessions running the queries at once (each all of them, PASSES times)."""
+    conns = [psycopg2.connect("") for _ in range(clients)]
+    curs = [c.cursor() for c in conns]
+    for c in curs:
+        for st in sets + ["SET enable_seqscan = off"]:
+            c.execute(st)
+    start = threading.Barrier(clients + 1)
+
+    def work(c, shift):
+        start.wait()
+        for i in range(PASSES * len(queries)):
+            c.execute(sql, (queries[(i + shift) % len(queries)],))
+            c.fetchall()
+    threads = [threading.Thread(target=work, args=(c, i * 7)) for i, c in enumerate(curs)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    for c in conns:
+        c.close()
+    return clients * PASSES * len(queries) / wall
+
+
 def plan_uses_index(cur, sql, q, index):
     cur.execute("EXPLAIN (COSTS OFF) " + sql, (q,))
     return any(index in r[0] for r in cur.fetchall())
@@ -424,8 +454,12 @@ def measure(cur, meter, ds, ix, label, sets):
     cpu_ms = cpu["backend_cpu"] * 1000 / len(times)
     log(f"  {ix['index']} {label}: recall {rec:.3f}, {qps:.0f} QPS, p50 {p50:.2f} ms, "
         f"backend CPU {cpu_ms:.2f} ms/query, other load {cpu['other_cores']:.2f} cores")
+    many = {c: concurrent_qps(sets, sql, queries, c) for c in CLIENTS}
+    for c, q in many.items():
+        log(f"  {ix['index']} {label}: {q:.0f} QPS with {c} clients")
     return dict(setting=label, recall=rec, qps=qps, p50=float(p50), p99=float(p99),
-                cpu_ms=cpu_ms, other_cores=cpu["other_cores"], planner_chose_index=chosen)
+                cpu_ms=cpu_ms, other_cores=cpu["other_cores"], planner_chose_index=chosen,
+                clients={str(c): q for c, q in many.items()})
 
 
 # ---------------------------------------------------------------------------
@@ -556,9 +590,10 @@ def first_at(runs, target):
     return None
 
 
-def qps_at(runs, target):
+def qps_at(runs, target, clients=None):
     """QPS at a recall target, interpolated linearly in log(QPS) between settings."""
-    pts = sorted((r["recall"], np.log(r["qps"])) for r in runs)
+    pick = (lambda r: r["qps"]) if clients is None else (lambda r: r["clients"][str(clients)])
+    pts = sorted((r["recall"], np.log(pick(r))) for r in runs)
     for (r0, q0), (r1, q1) in zip(pts, pts[1:]):
         if r0 <= target <= r1:
             return float(np.exp(q0 if r1 == r0 else q0 + (q1 - q0) * (target - r0) / (r1 - r0)))
@@ -568,15 +603,17 @@ def qps_at(runs, target):
 def report_vs_hnsw(res):
     """QPS at recall 0.95 and 0.99 (interpolated) of every index, and against hnsw's."""
     hnsw = [e for e in res["entries"] if e["kind"] == "pgvector hnsw"]
-    out("| index | parameters | build s | size / raw floats | QPS at recall 0.95 | x hnsw "
-        "| QPS at recall 0.99 | x hnsw | build x faster than hnsw |")
-    out("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     ref = hnsw[0] if hnsw else None
+    targets = [(0.95, None), (0.99, None)] + [(0.95, c) for c in CLIENTS]
+    head = " | ".join(f"QPS at {t}{'' if c is None else f', {c} clients'} | x hnsw"
+                      for t, c in targets)
+    out(f"| index | parameters | build s | size / raw floats | {head} | build x faster than hnsw |")
+    out("|---|---|---:|---:|" + "---:|---:|" * len(targets) + "---:|")
     for e in res["entries"]:
         cells = []
-        for target in (0.95, 0.99):
-            q = qps_at(e["runs"], target)
-            r = qps_at(ref["runs"], target) if ref else None
+        for target, clients in targets:
+            q = qps_at(e["runs"], target, clients)
+            r = qps_at(ref["runs"], target, clients) if ref else None
             cells.append(f"{q:.0f}" if q else "-")
             cells.append(f"{q / r:.2f}x" if q and r else "-")
         faster = f"{ref['build_s'] / e['build_s']:.1f}x" if ref else "-"
