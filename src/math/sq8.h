@@ -68,6 +68,16 @@ typedef struct CvSq8Query
 								 * upper one) */
 	double		centroid_norm;	/* upper bound on || c || */
 	double		gamma;			/* float32 g_{n+2} of the proof */
+	double		inv_pow2;		/* 1 / pow2, exact */
+	double		kernel_down;	/* 1 - (n + 8) 2^-52: the kernels' rounding */
+	/* L2's per-query constants, folded at prepare (see l2_bound) */
+	double		l2_underflow;
+	double		l2_square;
+	double		l2_fixed;
+	double		l2_subnormal;
+	double		keep_low;
+	double		keep_high;
+	float		pow2_f32;		/* pow2 as a float32, or 0 if it is none */
 	double		fixed;			/* per-query part of the rounding allowance */
 	double		per_code;		/* allowance per unit of scale * code_norm */
 	bool		usable;			/* false: every bound is -INFINITY */

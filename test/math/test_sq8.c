@@ -240,7 +240,7 @@ check_dispatch(const CvSq8Query *p, const int8_t *codes, const CvSq8Factors *f)
 	cv_simd_use(CV_SIMD_SCALAR);
 }
 
-/* The query of repetition rep: random, random, the centroid, zero. */
+/* The query of repetition rep: random, random, the centroid, zero, ulps from c. */
 static void
 make_query(float *q, const float *c, int n, int kind, int rep)
 {
@@ -248,11 +248,18 @@ make_query(float *q, const float *c, int n, int kind, int rep)
 		fill(q, NULL, n, kind, 1.5);
 	else if (rep == 2)
 		memcpy(q, c, sizeof(float) * n);
-	else
+	else if (rep == 3)
 		memset(q, 0, sizeof(float) * n);
+	else
+		for (int j = 0; j < n; j++)
+			q[j] = nextafterf(c[j], (j % 3) ? INFINITY : -INFINITY);
 }
 
-/* Vector i: the centroid, a near-duplicate of q, zero, q itself, or random. */
+/*
+ * Vector i: the centroid, a near-duplicate of q, zero, q itself, one 1e16
+ * times farther from c than the others (float32 sums overflow; not for the
+ * huge kind, where it would overflow float32 itself), or random.
+ */
 static void
 make_vector(float *x, const float *c, const float *q, int n, int kind, int i)
 {
@@ -265,6 +272,8 @@ make_vector(float *x, const float *c, const float *q, int n, int kind, int i)
 		memset(x, 0, sizeof(float) * n);
 	else if (i == 3)
 		memcpy(x, q, sizeof(float) * n);
+	else if (i == 4 && kind != 2)
+		fill(x, c, n, kind, 1e16);
 	else
 		fill(x, c, n, kind, 1.0);
 }
@@ -293,7 +302,7 @@ run_case(int n, int kind, float *c, float *q, float *x, int8_t *codes, float *wo
 
 	vectors = vectors < 8 ? 8 : vectors > MAX_VECTORS ? MAX_VECTORS : vectors;
 	fill(c, NULL, n, kind, 1.0);
-	for (int rep = 0; rep < 4; rep++)
+	for (int rep = 0; rep < 5; rep++)
 	{
 		make_query(q, c, n, kind, rep);
 		for (int i = 0; i < vectors; i++)
@@ -302,19 +311,19 @@ run_case(int n, int kind, float *c, float *q, float *x, int8_t *codes, float *wo
 
 			make_vector(x, c, q, n, kind, i);
 			encode_checked(x, c, n, codes, &f);
-			if (kind == 0 && rep < 2 && i >= 4)
+			if (kind == 0 && rep < 2 && i >= 5)
 				check_teeth(q, c, x, codes, &f, n);
 			for (int metric = 1; metric <= 3; metric++)
 			{
 				cv_sq8_prepare(&p, metric, q, c, n, work);
-				if (i == 4)
+				if (i == 5)
 					check_dispatch(&p, codes, &f);
 				for (int level = 0; level < N_LEVELS; level++)
 				{
 					if (!cv_simd_supported((CvSimdLevel) level))
 						continue;
 					check_bound(metric, level, &p, q, x, c, codes, &f, ordinary, kind_names[kind]);
-					if (metric == 1 && kind == 0 && ordinary)
+					if (metric == 1 && kind == 0 && ordinary && i >= 5)
 						record_ratio(n, level, &p, q, x, codes, &f);
 				}
 			}
