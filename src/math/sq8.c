@@ -46,19 +46,21 @@
  *
  * Scaling.  cv_sq8_prepare picks P = 2^p so that the float32 vector it
  * stores (P (q - c) for L2, P q otherwise) has its largest element in
- * [2^16, 2^17) (or below, see the end of this paragraph): huge and tiny data keep their relative precision, and the
- * float32 sums below cannot overflow unless a vector's residual is some
- * 2^40 times the query's (then L2 sums again in float64, whose roundings
- * are all smaller than the float32 ones the allowances cover).  A query
- * within 2^-24 of the centroid is scaled by the data instead.  Multiplying by P is exact in float64; rounding to float32
- * costs u relative plus 2^-150 absolute.
+ * [2^16, 2^17), or below when q is within 2^-24 of c (then 2^-24 of the
+ * largest element of q and c is scaled to 2^16 instead).  Huge and tiny
+ * data keep their relative precision, and the float32 sums below cannot
+ * overflow unless a vector's residual is some 2^40 times the query's; L2
+ * then sums again in float64, whose roundings are all smaller than the
+ * float32 ones the allowances cover (inner product cannot overflow: |P q_j|
+ * < 2^17, |k_j| <= 127, n <= 2^20).  Multiplying by P is exact in float64;
+ * rounding to float32 costs u relative plus 2^-150 absolute.
  *
  * L2.  Stored w_j = fl32(P fl64(q_j - c_j)): |w_j - P (q_j - c_j)| <=
  * u1 P |q_j - c_j| + 2^-150 with u1 = u + 2 ud.  Per call s' = fl32(s P),
- * |s' - s P| <= u s P + 2^-150.  The kernels form t_j = fl(w_j - fl(s'
- * k_j)) (or with one fused rounding), a_j = w_j - s' k_j (or w_j - fl(s'
- * k_j)), t_j = a_j (1 + d), |d| <= u, so ||a|| >= ||t|| / (1 + u) >=
- * ||t|| (1 - u), and
+ * |s' - s P| <= u s P + 2^-150.  The kernels form t_j = fl(a_j), a_j = w_j
+ * - fl(s' k_j) (separate roundings) or a_j = w_j - s' k_j (fused); a
+ * difference of floats below 2^-126 is exact, so t_j = a_j (1 + d), |d| <=
+ * u, ||a|| >= ||t|| / (1 + u) >= ||t|| (1 - u), and
  *   ||a - P (q - x^)|| <= ||w - P (q - c)|| + ||fl(s' k) - s' k||
  *                         + |s' - s P| ||k||
  *                      <= u1 P ||q - c|| + 2^-150 sqrt(n)
