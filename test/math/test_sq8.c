@@ -5,8 +5,9 @@
  * kernels (scalar level, as the scan's cvivf_distance computes it) for any
  * metric, SIMD level, dimension or magnitude, and stays close to it on
  * ordinary data.  A deliberately wrong bound (no error term) must fail
- * somewhere, to show the checks can.  Seed from CV_TEST_SEED or the clock,
- * printed.  Ends "N passed, N failed".
+ * somewhere, to show the checks can; vectors exactly on the code grid
+ * test the rounding allowances where they are all that is left.  Seed
+ * from CV_TEST_SEED or the clock, printed.  Ends "N passed, N failed".
  */
 #include <float.h>
 #include <math.h>
@@ -332,6 +333,51 @@ run_case(int n, int kind, float *c, float *q, float *x, int8_t *codes, float *wo
 	check_failure(x, c, q, n, codes, work);
 }
 
+/*
+ * Vectors exactly on the code grid (c coarse, x = c + 2^(e-10) k with max
+ * |k| = 127, so error is only the float64 allowance): the bound is then
+ * as tight as its rounding allowances, which these cases exercise.  The
+ * query is a ulp from x, x itself, random, or x times 1 + 1e-6 noise.
+ */
+static void
+run_grid(float *c, float *q, float *x, int8_t *codes, float *work)
+{
+	for (int t = 0; t < 4000; t++)
+	{
+		int			n = 1 + (int) (uniform() * uniform() * 4096);
+		int			e = (int) (uniform() * 60) - 30;
+		CvSq8Factors f;
+		CvSq8Query	p;
+
+		for (int j = 0; j < n; j++)
+		{
+			int			k = j == 0 ? 127 : (int) floor(uniform() * 255) - 127;
+
+			c[j] = (float) ldexp(floor(uniform() * 64 - 32), e - 4);
+			x[j] = (float) (c[j] + ldexp(k, e - 10));
+		}
+		encode_checked(x, c, n, codes, &f);
+		for (int j = 0; j < n; j++)
+		{
+			if (t % 4 == 0)
+				q[j] = nextafterf(x[j], uniform() < 0.5 ? INFINITY : -INFINITY);
+			else if (t % 4 == 1)
+				q[j] = x[j];
+			else if (t % 4 == 2)
+				q[j] = (float) ldexp(uniform() * 2 - 1, e);
+			else
+				q[j] = (float) (x[j] * (1 + 1e-6 * (uniform() - 0.5)));
+		}
+		for (int metric = 1; metric <= 3; metric++)
+		{
+			cv_sq8_prepare(&p, metric, q, c, n, work);
+			for (int level = 0; level < N_LEVELS; level++)
+				if (cv_simd_supported((CvSimdLevel) level))
+					check_bound(metric, level, &p, q, x, c, codes, &f, 0, "grid");
+		}
+	}
+}
+
 static int
 compare_double(const void *a, const void *b)
 {
@@ -384,7 +430,7 @@ main(void)
 	float	   *work = malloc(sizeof(float) * MAX_N);
 	int8_t	   *codes = malloc(MAX_N);
 
-	printf("seed %llu\n", seed);
+	printf("seed %llu (CV_TEST_SEED=%llu replays)\n", seed, seed);
 	state = seed;
 	for (int level = 0; level < N_LEVELS; level++)
 		if (!cv_simd_supported((CvSimdLevel) level))
@@ -392,6 +438,7 @@ main(void)
 	for (unsigned i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++)
 		for (int kind = 0; kind < N_KINDS; kind++)
 			run_case(lengths[i], kind, c, q, x, codes, work);
+	run_grid(c, q, x, codes, work);
 	print_tightness();
 	report(&encode_tally, &passed, &failed);
 	report(&failure_tally, &passed, &failed);
