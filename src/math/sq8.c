@@ -401,9 +401,14 @@ l2_term(float w, int8_t k, float s)
 	return d * d;
 }
 
-/* float32 sum of (w_j - s k_j)^2, four chains to hide the add latency. */
-static float
-l2_f32_scalar(const float *w, const int8_t *k, float s, int n)
+/*
+ * float32 sum of (w_j - s k_j)^2, four chains to hide the add latency.
+ * always_inline: the SIMD variants use it for their tails, and a call to
+ * non-VEX code with the upper halves of the vector registers dirty costs
+ * more than the whole sum on some CPUs (GCC then also omits vzeroupper).
+ */
+static inline __attribute__((always_inline)) float
+l2_sum(const float *w, const int8_t *k, float s, int n)
 {
 	float		a0 = 0,
 				a1 = 0,
@@ -423,9 +428,9 @@ l2_f32_scalar(const float *w, const int8_t *k, float s, int n)
 	return (a0 + a1) + (a2 + a3);
 }
 
-/* float32 sum of z_j k_j, four chains. */
-static float
-dot_f32_scalar(const float *z, const int8_t *k, int n)
+/* float32 sum of z_j k_j, four chains; always_inline as l2_sum. */
+static inline __attribute__((always_inline)) float
+dot_sum(const float *z, const int8_t *k, int n)
 {
 	float		a0 = 0,
 				a1 = 0,
@@ -445,6 +450,20 @@ dot_f32_scalar(const float *z, const int8_t *k, int n)
 	return (a0 + a1) + (a2 + a3);
 }
 
+/* The scalar variant of the L2 sum. */
+static float
+l2_f32_scalar(const float *w, const int8_t *k, float s, int n)
+{
+	return l2_sum(w, k, s, n);
+}
+
+/* The scalar variant of the code dot product. */
+static float
+dot_f32_scalar(const float *z, const int8_t *k, int n)
+{
+	return dot_sum(z, k, n);
+}
+
 #ifdef CV_HAVE_X86_SIMD
 /* Sixteen codes widened to float32. */
 static inline __attribute__((always_inline, target("avx512f"))) __m512
@@ -453,52 +472,71 @@ codes16(const int8_t *k)
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) k)));
 }
 
+/* One AVX-512 L2 step: acc + (w - s k)^2 for 16 codes, both fused. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512
+l2_step16(__m512 acc, __m512 sv, const float *w, const int8_t *k)
+{
+	__m512		d = _mm512_fnmadd_ps(sv, codes16(k), _mm512_loadu_ps(w));
+
+	return _mm512_fmadd_ps(d, d, acc);
+}
+
+/* One AVX-512 dot step: acc + z k for 16 codes, fused. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512
+dot_step16(__m512 acc, const float *z, const int8_t *k)
+{
+	return _mm512_fmadd_ps(_mm512_loadu_ps(z), codes16(k), acc);
+}
+
+/*
+ * AVX-512: 64 codes a step in four chains (a fused multiply-add's latency
+ * is four cycles, so fewer chains would leave the units idle at n = 1024),
+ * then 16 at a time, then the scalar tail.
+ */
 static __attribute__((target("avx512f"))) float
 l2_f32_avx512(const float *w, const int8_t *k, float s, int n)
 {
 	__m512		sv = _mm512_set1_ps(s);
-	__m512		acc0 = _mm512_setzero_ps();
-	__m512		acc1 = _mm512_setzero_ps();
+	__m512		a0 = _mm512_setzero_ps();
+	__m512		a1 = _mm512_setzero_ps();
+	__m512		a2 = _mm512_setzero_ps();
+	__m512		a3 = _mm512_setzero_ps();
 	int			j = 0;
 
-	for (; j + 32 <= n; j += 32)
+	for (; j + 64 <= n; j += 64)
 	{
-		__m512		d0 = _mm512_fnmadd_ps(sv, codes16(k + j), _mm512_loadu_ps(w + j));
-		__m512		d1 = _mm512_fnmadd_ps(sv, codes16(k + j + 16), _mm512_loadu_ps(w + j + 16));
-
-		acc0 = _mm512_fmadd_ps(d0, d0, acc0);
-		acc1 = _mm512_fmadd_ps(d1, d1, acc1);
+		a0 = l2_step16(a0, sv, w + j, k + j);
+		a1 = l2_step16(a1, sv, w + j + 16, k + j + 16);
+		a2 = l2_step16(a2, sv, w + j + 32, k + j + 32);
+		a3 = l2_step16(a3, sv, w + j + 48, k + j + 48);
 	}
-	if (j + 16 <= n)
-	{
-		__m512		d = _mm512_fnmadd_ps(sv, codes16(k + j), _mm512_loadu_ps(w + j));
-
-		acc0 = _mm512_fmadd_ps(d, d, acc0);
-		j += 16;
-	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
-		+ l2_f32_scalar(w + j, k + j, s, n - j);
+	for (; j + 16 <= n; j += 16)
+		a0 = l2_step16(a0, sv, w + j, k + j);
+	a0 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+	return _mm512_reduce_add_ps(a0) + l2_sum(w + j, k + j, s, n - j);
 }
 
+/* AVX-512: the code dot product in the same four chains. */
 static __attribute__((target("avx512f"))) float
 dot_f32_avx512(const float *z, const int8_t *k, int n)
 {
-	__m512		acc0 = _mm512_setzero_ps();
-	__m512		acc1 = _mm512_setzero_ps();
+	__m512		a0 = _mm512_setzero_ps();
+	__m512		a1 = _mm512_setzero_ps();
+	__m512		a2 = _mm512_setzero_ps();
+	__m512		a3 = _mm512_setzero_ps();
 	int			j = 0;
 
-	for (; j + 32 <= n; j += 32)
+	for (; j + 64 <= n; j += 64)
 	{
-		acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(z + j), codes16(k + j), acc0);
-		acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(z + j + 16), codes16(k + j + 16), acc1);
+		a0 = dot_step16(a0, z + j, k + j);
+		a1 = dot_step16(a1, z + j + 16, k + j + 16);
+		a2 = dot_step16(a2, z + j + 32, k + j + 32);
+		a3 = dot_step16(a3, z + j + 48, k + j + 48);
 	}
-	if (j + 16 <= n)
-	{
-		acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(z + j), codes16(k + j), acc0);
-		j += 16;
-	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
-		+ dot_f32_scalar(z + j, k + j, n - j);
+	for (; j + 16 <= n; j += 16)
+		a0 = dot_step16(a0, z + j, k + j);
+	a0 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+	return _mm512_reduce_add_ps(a0) + dot_sum(z + j, k + j, n - j);
 }
 
 /* Eight codes widened to float32. */
@@ -519,38 +557,67 @@ sum8(__m256 v)
 	return _mm_cvtss_f32(h);
 }
 
+/* One AVX2 L2 step: acc + (w - s k)^2 for 8 codes, both fused. */
+static inline __attribute__((always_inline, target("avx2,fma"))) __m256
+l2_step8(__m256 acc, __m256 sv, const float *w, const int8_t *k)
+{
+	__m256		d = _mm256_fnmadd_ps(sv, codes8(k), _mm256_loadu_ps(w));
+
+	return _mm256_fmadd_ps(d, d, acc);
+}
+
+/* One AVX2 dot step: acc + z k for 8 codes, fused. */
+static inline __attribute__((always_inline, target("avx2,fma"))) __m256
+dot_step8(__m256 acc, const float *z, const int8_t *k)
+{
+	return _mm256_fmadd_ps(_mm256_loadu_ps(z), codes8(k), acc);
+}
+
+/* AVX2 with FMA: 32 codes a step in four chains, then 8, then the tail. */
 static __attribute__((target("avx2,fma"))) float
 l2_f32_avx2(const float *w, const int8_t *k, float s, int n)
 {
 	__m256		sv = _mm256_set1_ps(s);
-	__m256		acc0 = _mm256_setzero_ps();
-	__m256		acc1 = _mm256_setzero_ps();
+	__m256		a0 = _mm256_setzero_ps();
+	__m256		a1 = _mm256_setzero_ps();
+	__m256		a2 = _mm256_setzero_ps();
+	__m256		a3 = _mm256_setzero_ps();
 	int			j = 0;
 
-	for (; j + 16 <= n; j += 16)
+	for (; j + 32 <= n; j += 32)
 	{
-		__m256		d0 = _mm256_fnmadd_ps(sv, codes8(k + j), _mm256_loadu_ps(w + j));
-		__m256		d1 = _mm256_fnmadd_ps(sv, codes8(k + j + 8), _mm256_loadu_ps(w + j + 8));
-
-		acc0 = _mm256_fmadd_ps(d0, d0, acc0);
-		acc1 = _mm256_fmadd_ps(d1, d1, acc1);
+		a0 = l2_step8(a0, sv, w + j, k + j);
+		a1 = l2_step8(a1, sv, w + j + 8, k + j + 8);
+		a2 = l2_step8(a2, sv, w + j + 16, k + j + 16);
+		a3 = l2_step8(a3, sv, w + j + 24, k + j + 24);
 	}
-	return sum8(_mm256_add_ps(acc0, acc1)) + l2_f32_scalar(w + j, k + j, s, n - j);
+	for (; j + 8 <= n; j += 8)
+		a0 = l2_step8(a0, sv, w + j, k + j);
+	a0 = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+	return sum8(a0) + l2_sum(w + j, k + j, s, n - j);
 }
 
+/* AVX2 with FMA: the code dot product in the same four chains. */
 static __attribute__((target("avx2,fma"))) float
 dot_f32_avx2(const float *z, const int8_t *k, int n)
 {
-	__m256		acc0 = _mm256_setzero_ps();
-	__m256		acc1 = _mm256_setzero_ps();
+	__m256		a0 = _mm256_setzero_ps();
+	__m256		a1 = _mm256_setzero_ps();
+	__m256		a2 = _mm256_setzero_ps();
+	__m256		a3 = _mm256_setzero_ps();
 	int			j = 0;
 
-	for (; j + 16 <= n; j += 16)
+	for (; j + 32 <= n; j += 32)
 	{
-		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(z + j), codes8(k + j), acc0);
-		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(z + j + 8), codes8(k + j + 8), acc1);
+		a0 = dot_step8(a0, z + j, k + j);
+		a1 = dot_step8(a1, z + j + 8, k + j + 8);
+		a2 = dot_step8(a2, z + j + 16, k + j + 16);
+		a3 = dot_step8(a3, z + j + 24, k + j + 24);
 	}
-	return sum8(_mm256_add_ps(acc0, acc1)) + dot_f32_scalar(z + j, k + j, n - j);
+	for (; j + 8 <= n; j += 8)
+		a0 = dot_step8(a0, z + j, k + j);
+	a0 = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+	return sum8(a0) + dot_sum(z + j, k + j, n - j);
 }
 
 static const Sq8Kernels sq8_avx512 = {l2_f32_avx512, dot_f32_avx512};

@@ -46,6 +46,7 @@ static long teeth_violations;
 static double ratios[2][N_LEVELS][4 * MAX_VECTORS];
 static int	n_ratios[2][N_LEVELS];
 
+/* Uniform in [0, 1), from the seeded LCG. */
 static double
 uniform(void)
 {
@@ -53,6 +54,7 @@ uniform(void)
 	return (double) (state >> 11) / 9007199254740992.0;
 }
 
+/* Standard normal (Box-Muller). */
 static double
 gaussian(void)
 {
@@ -88,6 +90,7 @@ fill(float *x, const float *base, int n, int kind, double spread)
 		x[j] = (float) ((base ? base[j] : 0) + spread * element(kind));
 }
 
+/* Counts one case of a check. */
 static void
 tally(Tally *t, int failed)
 {
@@ -378,6 +381,7 @@ run_grid(float *c, float *q, float *x, int8_t *codes, float *work)
 	}
 }
 
+/* qsort order of doubles. */
 static int
 compare_double(const void *a, const void *b)
 {
