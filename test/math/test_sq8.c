@@ -21,10 +21,10 @@
 
 #define MAX_N 16000
 #define MAX_VECTORS 400
-#define N_KINDS 5
+#define N_KINDS 6
 #define N_LEVELS 3
 
-static const char *const kind_names[N_KINDS] = {"gaussian", "uniform", "huge", "tiny", "mixed"};
+static const char *const kind_names[N_KINDS] = {"gaussian", "uniform", "huge", "tiny", "mixed", "extreme"};
 static unsigned long long state;
 
 /* Counts of one named check: the program passes a check with no failures. */
@@ -78,6 +78,9 @@ element(int kind)
 			return gaussian() * 1e-30;
 		case 4:
 			return gaussian() * pow(10, uniform() * 6 - 3);
+		case 5:
+			/* norms past FLT_MAX, elements (and sums of two) still finite */
+			return fmax(-1e38, fmin(1e38, gaussian() * 3e37));
 	}
 	return gaussian();
 }
@@ -262,7 +265,8 @@ make_query(float *q, const float *c, int n, int kind, int rep)
 /*
  * Vector i: the centroid, a near-duplicate of q, zero, q itself, one 1e16
  * times farther from c than the others (float32 sums overflow; not for the
- * huge kind, where it would overflow float32 itself), or random.
+ * huge and extreme kinds, where it would overflow float32 itself), or
+ * random.
  */
 static void
 make_vector(float *x, const float *c, const float *q, int n, int kind, int i)
@@ -276,7 +280,7 @@ make_vector(float *x, const float *c, const float *q, int n, int kind, int i)
 		memset(x, 0, sizeof(float) * n);
 	else if (i == 3)
 		memcpy(x, q, sizeof(float) * n);
-	else if (i == 4 && kind != 2)
+	else if (i == 4 && kind != 2 && kind != 5)
 		fill(x, c, n, kind, 1e16);
 	else
 		fill(x, c, n, kind, 1.0);
