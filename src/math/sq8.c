@@ -46,17 +46,21 @@
  *
  * Scaling.  cv_sq8_prepare picks P = 2^p so that the float32 vector it
  * stores (P (q - c) for L2, P q otherwise) has its largest element in
- * [2^16, 2^17): huge and tiny data keep their relative precision, and the
- * float32 sums below cannot overflow unless a vector's residual is some
- * 2^40 times the query's (then the sum is infinite and the bound is
- * -INFINITY).  Multiplying by P is exact in float64; rounding to float32
- * costs u relative plus 2^-150 absolute.
+ * [2^16, 2^17), or below when q is within 2^-24 of c (then 2^-24 of the
+ * largest element of q and c is scaled to 2^16 instead).  Huge and tiny
+ * data keep their relative precision, and the float32 sums below cannot
+ * overflow unless a vector's residual is some 2^40 times the query's; L2
+ * then sums again in float64, whose roundings are all smaller than the
+ * float32 ones the allowances cover (inner product cannot overflow: |P q_j|
+ * < 2^17, |k_j| <= 127, n <= 2^20).  Multiplying by P is exact in float64;
+ * rounding to float32 costs u relative plus 2^-150 absolute.
  *
  * L2.  Stored w_j = fl32(P fl64(q_j - c_j)): |w_j - P (q_j - c_j)| <=
  * u1 P |q_j - c_j| + 2^-150 with u1 = u + 2 ud.  Per call s' = fl32(s P),
- * |s' - s P| <= u s P + 2^-150.  The kernels form t_j = fl(w_j - fl(s'
- * k_j)) (or with one fused rounding), a_j = w_j - s' k_j (or w_j - fl(s'
- * k_j)), t_j = a_j (1 + d), |d| <= u, so ||a|| >= ||t|| / (1 + u), and
+ * |s' - s P| <= u s P + 2^-150.  The kernels form t_j = fl(a_j), a_j = w_j
+ * - fl(s' k_j) (separate roundings) or a_j = w_j - s' k_j (fused); a
+ * difference of floats below 2^-126 is exact, so t_j = a_j (1 + d), |d| <=
+ * u, ||a|| >= ||t|| / (1 + u) >= ||t|| (1 - u), and
  *   ||a - P (q - x^)|| <= ||w - P (q - c)|| + ||fl(s' k) - s' k||
  *                         + |s' - s P| ||k||
  *                      <= u1 P ||q - c|| + 2^-150 sqrt(n)
@@ -65,12 +69,17 @@
  * order, at most n + 2 roundings per term) satisfies S >= sum t^2 (1 -
  * g_{n+2}) - n 2^-148 and S <= sum t^2 (1 + g_{n+2}) + n 2^-148 (underflow
  * of at most 2n operations, 2^-150 each), so ||t|| >= A = sqrt(max(0, (S -
- * n 2^-148) / (1 + g_{n+2}))).  Then
- *   ||q - x|| >= ||q - x^|| - error >= (A / (1 + u) - G) / P - error =: L,
+ * n 2^-148) (1 - g_{n+2}))), as 1 / (1 + g) >= 1 - g.  Then
+ *   ||q - x|| >= ||q - x^|| - error >= (A (1 - u) - G) / P - error =: L,
  * and the returned L (1 - (n + 8) 2^-52) is below the kernel's D.  Our own
- * float64 evaluation of L takes fewer than 16 roundings, each at most ud
- * of a partial result no larger than M = (A + G) / P + error, so L is
- * first lowered by 2^-48 M.  L <= 0 returns 0 (D >= 0).
+ * float64 evaluation of L (A (1 - u) / P as one sqrt of S's product with
+ * precomputed (1 - g)(1 - u)^2 / P^2, and G / P from precomputed parts;
+ * s' is one float32 product when P is a normal float32, which rounds as
+ * fl32(s P) does) takes fewer than 16 roundings, each at most ud of a
+ * partial result no larger than M = (A + G) / P + error, so L is first
+ * lowered by 2^-48 M: we return A (1 - u) / P (1 - 2^-48) k - (G / P +
+ * error) (1 + 2^-48) k, k = 1 - (n + 8) 2^-52, or 0 if that is not
+ * positive (D >= 0).
  *
  * Inner product.  <q, x> = <q, c> + s <q, k> + <q, e>, and |<q, e>| <=
  * ||q|| error.  <q, c> is computed in float64 at prepare (base), within
@@ -306,9 +315,11 @@ prepare_l2(CvSq8Query *p, const float *q, const float *c, int n, float *workspac
 	double		ref = max_abs_difference(q, c, n);
 	double		r2 = 0;
 
-	if (ref == 0)
-		ref = max_abs_difference(c, NULL, n);
+	/* a query at (or a few ulps from) the centroid: scale by the data */
+	ref = fmax(ref, 0x1p-24 * fmax(max_abs_difference(c, NULL, n),
+									 max_abs_difference(q, NULL, n)));
 	p->pow2 = scaling_for(ref > 0 ? ref : 1.0);
+	p->inv_pow2 = 1 / p->pow2;
 	for (int j = 0; j < n; j++)
 	{
 		double		r = (double) q[j] - c[j];
@@ -320,6 +331,15 @@ prepare_l2(CvSq8Query *p, const float *q, const float *c, int n, float *workspac
 	p->residual_norm = sqrt(r2) * up64(n);
 	p->fixed = SQ8_U1 * p->pow2 * p->residual_norm + SQ8_HALF_SUBNORMAL * sqrt(n);
 	p->per_code = 2.0001 * SQ8_U;
+	/* the folded constants of l2_bound; inv_pow2^2 >= 2^-330 stays normal */
+	p->l2_underflow = n * 0x1p-148;
+	p->l2_square = (1 - p->gamma) * (1 - SQ8_U) * (1 - SQ8_U) * p->inv_pow2 * p->inv_pow2;
+	p->l2_fixed = p->fixed * p->inv_pow2;
+	p->l2_subnormal = 0x1p-149 * p->inv_pow2;
+	p->keep_low = (1 - SQ8_OWN_ROUNDING) * p->kernel_down;
+	p->keep_high = (1 + SQ8_OWN_ROUNDING) * p->kernel_down;
+	if (p->pow2 >= 0x1p-126 && p->pow2 <= 0x1p127)
+		p->pow2_f32 = (float) p->pow2;
 }
 
 /* Inner product and cosine: the scaled float32 query, <q, c> and allowances. */
@@ -331,6 +351,7 @@ prepare_dot(CvSq8Query *p, const float *q, const float *c, int n, float *workspa
 	double		z_norm;
 
 	p->pow2 = scaling_for(ref > 0 ? ref : 1.0);
+	p->inv_pow2 = 1 / p->pow2;
 	for (int j = 0; j < n; j++)
 	{
 		workspace[j] = (float) ((double) q[j] * p->pow2);
@@ -361,6 +382,7 @@ cv_sq8_prepare(CvSq8Query *prepared, int metric, const float *query,
 	prepared->query_norm_low = q2 * down64(n);
 	prepared->centroid_norm = sqrt(sum_squares(centroid, n)) * up64(n);
 	prepared->gamma = gamma32(n + 2);
+	prepared->kernel_down = down64(n);
 	if (metric == SQ8_L2)
 		prepare_l2(prepared, query, centroid, n, workspace);
 	else if (metric == SQ8_INNER_PRODUCT || metric == SQ8_COSINE)
@@ -370,42 +392,76 @@ cv_sq8_prepare(CvSq8Query *prepared, int metric, const float *query,
 	prepared->usable = true;
 }
 
-/* float32 sum of (w_j - s k_j)^2, four chains to hide the add latency. */
+/* One term (w - s k)^2 of the L2 sum. */
+static inline float
+l2_term(float w, int8_t k, float s)
+{
+	float		d = w - s * (float) k;
+
+	return d * d;
+}
+
+/*
+ * float32 sum of (w_j - s k_j)^2, four chains to hide the add latency.
+ * always_inline: the SIMD variants use it for their tails, and a call to
+ * non-VEX code with the upper halves of the vector registers dirty costs
+ * more than the whole sum on some CPUs (GCC then also omits vzeroupper).
+ */
+static inline __attribute__((always_inline)) float
+l2_sum(const float *w, const int8_t *k, float s, int n)
+{
+	float		a0 = 0,
+				a1 = 0,
+				a2 = 0,
+				a3 = 0;
+	int			j = 0;
+
+	for (; j + 4 <= n; j += 4)
+	{
+		a0 += l2_term(w[j], k[j], s);
+		a1 += l2_term(w[j + 1], k[j + 1], s);
+		a2 += l2_term(w[j + 2], k[j + 2], s);
+		a3 += l2_term(w[j + 3], k[j + 3], s);
+	}
+	for (; j < n; j++)
+		a0 += l2_term(w[j], k[j], s);
+	return (a0 + a1) + (a2 + a3);
+}
+
+/* float32 sum of z_j k_j, four chains; always_inline as l2_sum. */
+static inline __attribute__((always_inline)) float
+dot_sum(const float *z, const int8_t *k, int n)
+{
+	float		a0 = 0,
+				a1 = 0,
+				a2 = 0,
+				a3 = 0;
+	int			j = 0;
+
+	for (; j + 4 <= n; j += 4)
+	{
+		a0 += z[j] * (float) k[j];
+		a1 += z[j + 1] * (float) k[j + 1];
+		a2 += z[j + 2] * (float) k[j + 2];
+		a3 += z[j + 3] * (float) k[j + 3];
+	}
+	for (; j < n; j++)
+		a0 += z[j] * (float) k[j];
+	return (a0 + a1) + (a2 + a3);
+}
+
+/* The scalar variant of the L2 sum. */
 static float
 l2_f32_scalar(const float *w, const int8_t *k, float s, int n)
 {
-	float		acc[4] = {0, 0, 0, 0};
-	int			j = 0;
-
-	for (; j + 4 <= n; j += 4)
-		for (int i = 0; i < 4; i++)
-		{
-			float		d = w[j + i] - s * (float) k[j + i];
-
-			acc[i] += d * d;
-		}
-	for (; j < n; j++)
-	{
-		float		d = w[j] - s * (float) k[j];
-
-		acc[0] += d * d;
-	}
-	return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+	return l2_sum(w, k, s, n);
 }
 
-/* float32 sum of z_j k_j, four chains. */
+/* The scalar variant of the code dot product. */
 static float
 dot_f32_scalar(const float *z, const int8_t *k, int n)
 {
-	float		acc[4] = {0, 0, 0, 0};
-	int			j = 0;
-
-	for (; j + 4 <= n; j += 4)
-		for (int i = 0; i < 4; i++)
-			acc[i] += z[j + i] * (float) k[j + i];
-	for (; j < n; j++)
-		acc[0] += z[j] * (float) k[j];
-	return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+	return dot_sum(z, k, n);
 }
 
 #ifdef CV_HAVE_X86_SIMD
@@ -416,52 +472,71 @@ codes16(const int8_t *k)
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) k)));
 }
 
+/* One AVX-512 L2 step: acc + (w - s k)^2 for 16 codes, both fused. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512
+l2_step16(__m512 acc, __m512 sv, const float *w, const int8_t *k)
+{
+	__m512		d = _mm512_fnmadd_ps(sv, codes16(k), _mm512_loadu_ps(w));
+
+	return _mm512_fmadd_ps(d, d, acc);
+}
+
+/* One AVX-512 dot step: acc + z k for 16 codes, fused. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512
+dot_step16(__m512 acc, const float *z, const int8_t *k)
+{
+	return _mm512_fmadd_ps(_mm512_loadu_ps(z), codes16(k), acc);
+}
+
+/*
+ * AVX-512: 64 codes a step in four chains (a fused multiply-add's latency
+ * is four cycles, so fewer chains would leave the units idle at n = 1024),
+ * then 16 at a time, then the scalar tail.
+ */
 static __attribute__((target("avx512f"))) float
 l2_f32_avx512(const float *w, const int8_t *k, float s, int n)
 {
 	__m512		sv = _mm512_set1_ps(s);
-	__m512		acc0 = _mm512_setzero_ps();
-	__m512		acc1 = _mm512_setzero_ps();
+	__m512		a0 = _mm512_setzero_ps();
+	__m512		a1 = _mm512_setzero_ps();
+	__m512		a2 = _mm512_setzero_ps();
+	__m512		a3 = _mm512_setzero_ps();
 	int			j = 0;
 
-	for (; j + 32 <= n; j += 32)
+	for (; j + 64 <= n; j += 64)
 	{
-		__m512		d0 = _mm512_fnmadd_ps(sv, codes16(k + j), _mm512_loadu_ps(w + j));
-		__m512		d1 = _mm512_fnmadd_ps(sv, codes16(k + j + 16), _mm512_loadu_ps(w + j + 16));
-
-		acc0 = _mm512_fmadd_ps(d0, d0, acc0);
-		acc1 = _mm512_fmadd_ps(d1, d1, acc1);
+		a0 = l2_step16(a0, sv, w + j, k + j);
+		a1 = l2_step16(a1, sv, w + j + 16, k + j + 16);
+		a2 = l2_step16(a2, sv, w + j + 32, k + j + 32);
+		a3 = l2_step16(a3, sv, w + j + 48, k + j + 48);
 	}
-	if (j + 16 <= n)
-	{
-		__m512		d = _mm512_fnmadd_ps(sv, codes16(k + j), _mm512_loadu_ps(w + j));
-
-		acc0 = _mm512_fmadd_ps(d, d, acc0);
-		j += 16;
-	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
-		+ l2_f32_scalar(w + j, k + j, s, n - j);
+	for (; j + 16 <= n; j += 16)
+		a0 = l2_step16(a0, sv, w + j, k + j);
+	a0 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+	return _mm512_reduce_add_ps(a0) + l2_sum(w + j, k + j, s, n - j);
 }
 
+/* AVX-512: the code dot product in the same four chains. */
 static __attribute__((target("avx512f"))) float
 dot_f32_avx512(const float *z, const int8_t *k, int n)
 {
-	__m512		acc0 = _mm512_setzero_ps();
-	__m512		acc1 = _mm512_setzero_ps();
+	__m512		a0 = _mm512_setzero_ps();
+	__m512		a1 = _mm512_setzero_ps();
+	__m512		a2 = _mm512_setzero_ps();
+	__m512		a3 = _mm512_setzero_ps();
 	int			j = 0;
 
-	for (; j + 32 <= n; j += 32)
+	for (; j + 64 <= n; j += 64)
 	{
-		acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(z + j), codes16(k + j), acc0);
-		acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(z + j + 16), codes16(k + j + 16), acc1);
+		a0 = dot_step16(a0, z + j, k + j);
+		a1 = dot_step16(a1, z + j + 16, k + j + 16);
+		a2 = dot_step16(a2, z + j + 32, k + j + 32);
+		a3 = dot_step16(a3, z + j + 48, k + j + 48);
 	}
-	if (j + 16 <= n)
-	{
-		acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(z + j), codes16(k + j), acc0);
-		j += 16;
-	}
-	return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
-		+ dot_f32_scalar(z + j, k + j, n - j);
+	for (; j + 16 <= n; j += 16)
+		a0 = dot_step16(a0, z + j, k + j);
+	a0 = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+	return _mm512_reduce_add_ps(a0) + dot_sum(z + j, k + j, n - j);
 }
 
 /* Eight codes widened to float32. */
@@ -482,38 +557,67 @@ sum8(__m256 v)
 	return _mm_cvtss_f32(h);
 }
 
+/* One AVX2 L2 step: acc + (w - s k)^2 for 8 codes, both fused. */
+static inline __attribute__((always_inline, target("avx2,fma"))) __m256
+l2_step8(__m256 acc, __m256 sv, const float *w, const int8_t *k)
+{
+	__m256		d = _mm256_fnmadd_ps(sv, codes8(k), _mm256_loadu_ps(w));
+
+	return _mm256_fmadd_ps(d, d, acc);
+}
+
+/* One AVX2 dot step: acc + z k for 8 codes, fused. */
+static inline __attribute__((always_inline, target("avx2,fma"))) __m256
+dot_step8(__m256 acc, const float *z, const int8_t *k)
+{
+	return _mm256_fmadd_ps(_mm256_loadu_ps(z), codes8(k), acc);
+}
+
+/* AVX2 with FMA: 32 codes a step in four chains, then 8, then the tail. */
 static __attribute__((target("avx2,fma"))) float
 l2_f32_avx2(const float *w, const int8_t *k, float s, int n)
 {
 	__m256		sv = _mm256_set1_ps(s);
-	__m256		acc0 = _mm256_setzero_ps();
-	__m256		acc1 = _mm256_setzero_ps();
+	__m256		a0 = _mm256_setzero_ps();
+	__m256		a1 = _mm256_setzero_ps();
+	__m256		a2 = _mm256_setzero_ps();
+	__m256		a3 = _mm256_setzero_ps();
 	int			j = 0;
 
-	for (; j + 16 <= n; j += 16)
+	for (; j + 32 <= n; j += 32)
 	{
-		__m256		d0 = _mm256_fnmadd_ps(sv, codes8(k + j), _mm256_loadu_ps(w + j));
-		__m256		d1 = _mm256_fnmadd_ps(sv, codes8(k + j + 8), _mm256_loadu_ps(w + j + 8));
-
-		acc0 = _mm256_fmadd_ps(d0, d0, acc0);
-		acc1 = _mm256_fmadd_ps(d1, d1, acc1);
+		a0 = l2_step8(a0, sv, w + j, k + j);
+		a1 = l2_step8(a1, sv, w + j + 8, k + j + 8);
+		a2 = l2_step8(a2, sv, w + j + 16, k + j + 16);
+		a3 = l2_step8(a3, sv, w + j + 24, k + j + 24);
 	}
-	return sum8(_mm256_add_ps(acc0, acc1)) + l2_f32_scalar(w + j, k + j, s, n - j);
+	for (; j + 8 <= n; j += 8)
+		a0 = l2_step8(a0, sv, w + j, k + j);
+	a0 = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+	return sum8(a0) + l2_sum(w + j, k + j, s, n - j);
 }
 
+/* AVX2 with FMA: the code dot product in the same four chains. */
 static __attribute__((target("avx2,fma"))) float
 dot_f32_avx2(const float *z, const int8_t *k, int n)
 {
-	__m256		acc0 = _mm256_setzero_ps();
-	__m256		acc1 = _mm256_setzero_ps();
+	__m256		a0 = _mm256_setzero_ps();
+	__m256		a1 = _mm256_setzero_ps();
+	__m256		a2 = _mm256_setzero_ps();
+	__m256		a3 = _mm256_setzero_ps();
 	int			j = 0;
 
-	for (; j + 16 <= n; j += 16)
+	for (; j + 32 <= n; j += 32)
 	{
-		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(z + j), codes8(k + j), acc0);
-		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(z + j + 8), codes8(k + j + 8), acc1);
+		a0 = dot_step8(a0, z + j, k + j);
+		a1 = dot_step8(a1, z + j + 8, k + j + 8);
+		a2 = dot_step8(a2, z + j + 16, k + j + 16);
+		a3 = dot_step8(a3, z + j + 24, k + j + 24);
 	}
-	return sum8(_mm256_add_ps(acc0, acc1)) + dot_f32_scalar(z + j, k + j, n - j);
+	for (; j + 8 <= n; j += 8)
+		a0 = dot_step8(a0, z + j, k + j);
+	a0 = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+	return sum8(a0) + dot_sum(z + j, k + j, n - j);
 }
 
 static const Sq8Kernels sq8_avx512 = {l2_f32_avx512, dot_f32_avx512};
@@ -557,31 +661,59 @@ vector_norm_upper(const CvSq8Query *p, const CvSq8Factors *f)
 	return (p->centroid_norm + (double) f->scale * f->code_norm + f->error) * (1 + 0x1p-50);
 }
 
-/* L2: the bound L of the proof, times the kernels' rounding, at least 0. */
+/*
+ * The L2 sum in float64, for when float32 overflowed (a vector's residual
+ * some 2^40 times the query's): each of its roundings is smaller than the
+ * float32 one it replaces, so the proof's allowances still cover it.
+ */
+static double
+l2_f64(const float *w, const int8_t *k, double sp, int n)
+{
+	double		acc = 0;
+
+	for (int j = 0; j < n; j++)
+	{
+		double		d = w[j] - sp * k[j];
+
+		acc += d * d;
+	}
+	return acc;
+}
+
+/* float32(s P), by one float32 multiplication when P is a normal float32. */
+static inline float
+scaled_scale(const CvSq8Query *p, float scale)
+{
+	if (p->pow2_f32 != 0)
+		return scale * p->pow2_f32;
+	return (float) ((double) scale * p->pow2);
+}
+
+/*
+ * L2: the bound L of the proof, lowered by our own rounding and times the
+ * kernels', or 0.  Runs some 40,000 times a query, so the per-query parts
+ * are folded into constants at prepare: A / P = sqrt((S - n 2^-148) *
+ * l2_square), G / P = l2_fixed + (per_code s + l2_subnormal) code_norm.
+ */
 static double
 l2_bound(const CvSq8Query *p, const Sq8Kernels *kernels, const int8_t *codes,
 		 const CvSq8Factors *f)
 {
-	double		sp = (double) f->scale * p->pow2;
-	float		s32 = (float) sp;
+	float		s32 = scaled_scale(p, f->scale);
 	double		sum;
 	double		a;
-	double		g;
+	double		rest;
 	double		bound;
 
-	if (!(s32 <= FLT_MAX))
-		return -INFINITY;
-	sum = kernels->l2(p->residual, codes, s32, p->n);
+	sum = s32 <= FLT_MAX ? kernels->l2(p->residual, codes, s32, p->n) : INFINITY;
 	if (!(sum <= FLT_MAX))
-		return -INFINITY;
-	sum = (sum - p->n * 0x1p-148) / (1 + p->gamma);
-	a = sum > 0 ? sqrt(sum) / (1 + SQ8_U) : 0;
-	g = p->fixed + (p->per_code * sp + 0x1p-149) * f->code_norm;
-	bound = (a - g) / p->pow2 - f->error;
-	bound -= SQ8_OWN_ROUNDING * ((a + g) / p->pow2 + f->error);
-	if (!(bound > 0))
-		return 0;
-	return bound * down64(p->n);
+		sum = l2_f64(p->residual, codes, (double) f->scale * p->pow2, p->n);
+	sum = (sum - p->l2_underflow) * p->l2_square;
+	a = sum > 0 ? sqrt(sum) : 0;
+	rest = p->l2_fixed + (p->per_code * f->scale + p->l2_subnormal) * f->code_norm
+		+ f->error;
+	bound = a * p->keep_low - rest * p->keep_high;
+	return bound > 0 ? bound : 0;
 }
 
 /*
@@ -598,7 +730,7 @@ dot_upper(const CvSq8Query *p, const Sq8Kernels *kernels, const int8_t *codes,
 
 	if (!(fabsf(dot) <= FLT_MAX))
 		return NAN;
-	main = (double) f->scale * dot / p->pow2;
+	main = (double) f->scale * dot * p->inv_pow2;
 	allowance = (double) f->scale * f->code_norm * p->per_code
 		+ p->query_norm * f->error + p->slack;
 	return p->base + main + allowance

@@ -53,30 +53,44 @@ typedef struct CvSq8Query
 	int			metric;
 	int			n;
 	const float *query;
-	const float *residual;		/* float32(q - c), in the caller's workspace
-								 * (L2); scaled by pow2, see below */
-	double		query_norm;		/* || q ||, and the allowances sq8.c derives */
-	double		residual_norm;
-	double		base;			/* <q, c> (inner product, cosine) */
-	double		slack;
-	/* added by sq8.c; callers need not read them */
-	const float *scaled;		/* float32(q * pow2), in the workspace (inner
+	const float *residual;		/* float32((q - c) pow2), in the caller's
+								 * workspace (L2) */
+	double		query_norm;		/* upper bound on || q || */
+	double		residual_norm;	/* upper bound on || q - c || (L2) */
+	double		base;			/* <q, c> in float64 (inner product, cosine) */
+	double		slack;			/* bound on base's rounding error */
+
+	/* The rest is sq8.c's own; callers need not read it. */
+	bool		usable;			/* false: every bound is -INFINITY */
+	const float *scaled;		/* float32(q pow2), in the workspace (inner
 								 * product, cosine) */
-	double		pow2;			/* exact power of two keeping float32 sums far
-								 * from overflow and underflow */
-	double		query_norm_low; /* lower bound on || q || (query_norm is the
-								 * upper one) */
+	double		pow2;			/* exact power of two keeping the float32
+								 * sums far from overflow and underflow */
+	double		inv_pow2;		/* 1 / pow2, exact */
+	float		pow2_f32;		/* pow2 as a float32, or 0 if it is none */
+	double		query_norm_low; /* lower bound on || q || */
 	double		centroid_norm;	/* upper bound on || c || */
 	double		gamma;			/* float32 g_{n+2} of the proof */
+	double		kernel_down;	/* 1 - (n + 8) 2^-52: the kernels' rounding */
 	double		fixed;			/* per-query part of the rounding allowance */
 	double		per_code;		/* allowance per unit of scale * code_norm */
-	bool		usable;			/* false: every bound is -INFINITY */
+	/* L2's per-query constants, folded at prepare (see l2_bound) */
+	double		l2_underflow;
+	double		l2_square;
+	double		l2_fixed;
+	double		l2_subnormal;
+	double		keep_low;
+	double		keep_high;
 } CvSq8Query;
 
 /* Largest n the proof in sq8.c covers (cvec's limit is 16,000). */
 #define CV_SQ8_MAX_DIM (1 << 20)
 
-/* workspace: n floats the prepared query may point into. */
+/*
+ * workspace: n floats the prepared query points into, for every metric.
+ * A query that is not finite, or n outside [1, CV_SQ8_MAX_DIM], gives a
+ * prepared query whose bounds are all -INFINITY.
+ */
 extern void cv_sq8_prepare(CvSq8Query *prepared, int metric, const float *query,
 						   const float *centroid, int n, float *workspace);
 
@@ -85,12 +99,18 @@ extern void cv_sq8_prepare(CvSq8Query *prepared, int metric, const float *query,
  * distance kernels compute it (L2: sqrt(l2_squared); inner product:
  * -inner_product; cosine: cv_cosine_distance_from_parts, NaN for a zero
  * vector, which orders after every number), for the x that was encoded
- * into codes and factors.  -INFINITY when no bound can be had.
+ * into codes and factors.  -INFINITY when no bound can be had (a failed
+ * encoding, an unusable query, a cosine vector of norm zero or below
+ * float32's range); NaN for cosine with a zero query, whose every exact
+ * distance is NaN.
  */
 extern double cv_sq8_lower_bound(const CvSq8Query *prepared, const int8_t *codes,
 								 const CvSq8Factors *factors);
 
-/* The kernels cv_sq8_lower_bound uses follow cv_simd_use's level. */
+/*
+ * The kernels cv_sq8_lower_bound uses follow cv_simd_use's level; this one
+ * runs a given level (the scalar one if this CPU cannot), for tests.
+ */
 extern double cv_sq8_lower_bound_at(CvSimdLevel level, const CvSq8Query *prepared,
 									const int8_t *codes, const CvSq8Factors *factors);
 

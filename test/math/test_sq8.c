@@ -5,8 +5,9 @@
  * kernels (scalar level, as the scan's cvivf_distance computes it) for any
  * metric, SIMD level, dimension or magnitude, and stays close to it on
  * ordinary data.  A deliberately wrong bound (no error term) must fail
- * somewhere, to show the checks can.  Seed from CV_TEST_SEED or the clock,
- * printed.  Ends "N passed, N failed".
+ * somewhere, to show the checks can; vectors exactly on the code grid
+ * test the rounding allowances where they are all that is left.  Seed
+ * from CV_TEST_SEED or the clock, printed.  Ends "N passed, N failed".
  */
 #include <float.h>
 #include <math.h>
@@ -20,10 +21,10 @@
 
 #define MAX_N 16000
 #define MAX_VECTORS 400
-#define N_KINDS 5
+#define N_KINDS 6
 #define N_LEVELS 3
 
-static const char *const kind_names[N_KINDS] = {"gaussian", "uniform", "huge", "tiny", "mixed"};
+static const char *const kind_names[N_KINDS] = {"gaussian", "uniform", "huge", "tiny", "mixed", "extreme"};
 static unsigned long long state;
 
 /* Counts of one named check: the program passes a check with no failures. */
@@ -45,6 +46,7 @@ static long teeth_violations;
 static double ratios[2][N_LEVELS][4 * MAX_VECTORS];
 static int	n_ratios[2][N_LEVELS];
 
+/* Uniform in [0, 1), from the seeded LCG. */
 static double
 uniform(void)
 {
@@ -52,6 +54,7 @@ uniform(void)
 	return (double) (state >> 11) / 9007199254740992.0;
 }
 
+/* Standard normal (Box-Muller). */
 static double
 gaussian(void)
 {
@@ -75,6 +78,9 @@ element(int kind)
 			return gaussian() * 1e-30;
 		case 4:
 			return gaussian() * pow(10, uniform() * 6 - 3);
+		case 5:
+			/* norms past FLT_MAX, elements (and sums of two) still finite */
+			return fmax(-1e38, fmin(1e38, gaussian() * 3e37));
 	}
 	return gaussian();
 }
@@ -87,6 +93,7 @@ fill(float *x, const float *base, int n, int kind, double spread)
 		x[j] = (float) ((base ? base[j] : 0) + spread * element(kind));
 }
 
+/* Counts one case of a check. */
 static void
 tally(Tally *t, int failed)
 {
@@ -240,7 +247,7 @@ check_dispatch(const CvSq8Query *p, const int8_t *codes, const CvSq8Factors *f)
 	cv_simd_use(CV_SIMD_SCALAR);
 }
 
-/* The query of repetition rep: random, random, the centroid, zero. */
+/* The query of repetition rep: random, random, the centroid, zero, ulps from c. */
 static void
 make_query(float *q, const float *c, int n, int kind, int rep)
 {
@@ -248,11 +255,19 @@ make_query(float *q, const float *c, int n, int kind, int rep)
 		fill(q, NULL, n, kind, 1.5);
 	else if (rep == 2)
 		memcpy(q, c, sizeof(float) * n);
-	else
+	else if (rep == 3)
 		memset(q, 0, sizeof(float) * n);
+	else
+		for (int j = 0; j < n; j++)
+			q[j] = nextafterf(c[j], (j % 3) ? INFINITY : -INFINITY);
 }
 
-/* Vector i: the centroid, a near-duplicate of q, zero, q itself, or random. */
+/*
+ * Vector i: the centroid, a near-duplicate of q, zero, q itself, one 1e16
+ * times farther from c than the others (float32 sums overflow; not for the
+ * huge and extreme kinds, where it would overflow float32 itself), or
+ * random.
+ */
 static void
 make_vector(float *x, const float *c, const float *q, int n, int kind, int i)
 {
@@ -265,6 +280,8 @@ make_vector(float *x, const float *c, const float *q, int n, int kind, int i)
 		memset(x, 0, sizeof(float) * n);
 	else if (i == 3)
 		memcpy(x, q, sizeof(float) * n);
+	else if (i == 4 && kind != 2 && kind != 5)
+		fill(x, c, n, kind, 1e16);
 	else
 		fill(x, c, n, kind, 1.0);
 }
@@ -293,7 +310,7 @@ run_case(int n, int kind, float *c, float *q, float *x, int8_t *codes, float *wo
 
 	vectors = vectors < 8 ? 8 : vectors > MAX_VECTORS ? MAX_VECTORS : vectors;
 	fill(c, NULL, n, kind, 1.0);
-	for (int rep = 0; rep < 4; rep++)
+	for (int rep = 0; rep < 5; rep++)
 	{
 		make_query(q, c, n, kind, rep);
 		for (int i = 0; i < vectors; i++)
@@ -302,19 +319,19 @@ run_case(int n, int kind, float *c, float *q, float *x, int8_t *codes, float *wo
 
 			make_vector(x, c, q, n, kind, i);
 			encode_checked(x, c, n, codes, &f);
-			if (kind == 0 && rep < 2 && i >= 4)
+			if (kind == 0 && rep < 2 && i >= 5)
 				check_teeth(q, c, x, codes, &f, n);
 			for (int metric = 1; metric <= 3; metric++)
 			{
 				cv_sq8_prepare(&p, metric, q, c, n, work);
-				if (i == 4)
+				if (i == 5)
 					check_dispatch(&p, codes, &f);
 				for (int level = 0; level < N_LEVELS; level++)
 				{
 					if (!cv_simd_supported((CvSimdLevel) level))
 						continue;
 					check_bound(metric, level, &p, q, x, c, codes, &f, ordinary, kind_names[kind]);
-					if (metric == 1 && kind == 0 && ordinary)
+					if (metric == 1 && kind == 0 && ordinary && i >= 5)
 						record_ratio(n, level, &p, q, x, codes, &f);
 				}
 			}
@@ -323,6 +340,52 @@ run_case(int n, int kind, float *c, float *q, float *x, int8_t *codes, float *wo
 	check_failure(x, c, q, n, codes, work);
 }
 
+/*
+ * Vectors exactly on the code grid (c coarse, x = c + 2^(e-10) k with max
+ * |k| = 127, so error is only the float64 allowance): the bound is then
+ * as tight as its rounding allowances, which these cases exercise.  The
+ * query is a ulp from x, x itself, random, or x times 1 + 1e-6 noise.
+ */
+static void
+run_grid(float *c, float *q, float *x, int8_t *codes, float *work)
+{
+	for (int t = 0; t < 4000; t++)
+	{
+		int			n = 1 + (int) (uniform() * uniform() * 4096);
+		int			e = (int) (uniform() * 60) - 30;
+		CvSq8Factors f;
+		CvSq8Query	p;
+
+		for (int j = 0; j < n; j++)
+		{
+			int			k = j == 0 ? 127 : (int) floor(uniform() * 255) - 127;
+
+			c[j] = (float) ldexp(floor(uniform() * 64 - 32), e - 4);
+			x[j] = (float) (c[j] + ldexp(k, e - 10));
+		}
+		encode_checked(x, c, n, codes, &f);
+		for (int j = 0; j < n; j++)
+		{
+			if (t % 4 == 0)
+				q[j] = nextafterf(x[j], uniform() < 0.5 ? INFINITY : -INFINITY);
+			else if (t % 4 == 1)
+				q[j] = x[j];
+			else if (t % 4 == 2)
+				q[j] = (float) ldexp(uniform() * 2 - 1, e);
+			else
+				q[j] = (float) (x[j] * (1 + 1e-6 * (uniform() - 0.5)));
+		}
+		for (int metric = 1; metric <= 3; metric++)
+		{
+			cv_sq8_prepare(&p, metric, q, c, n, work);
+			for (int level = 0; level < N_LEVELS; level++)
+				if (cv_simd_supported((CvSimdLevel) level))
+					check_bound(metric, level, &p, q, x, c, codes, &f, 0, "grid");
+		}
+	}
+}
+
+/* qsort order of doubles. */
 static int
 compare_double(const void *a, const void *b)
 {
@@ -375,7 +438,7 @@ main(void)
 	float	   *work = malloc(sizeof(float) * MAX_N);
 	int8_t	   *codes = malloc(MAX_N);
 
-	printf("seed %llu\n", seed);
+	printf("seed %llu (CV_TEST_SEED=%llu replays)\n", seed, seed);
 	state = seed;
 	for (int level = 0; level < N_LEVELS; level++)
 		if (!cv_simd_supported((CvSimdLevel) level))
@@ -383,6 +446,7 @@ main(void)
 	for (unsigned i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++)
 		for (int kind = 0; kind < N_KINDS; kind++)
 			run_case(lengths[i], kind, c, q, x, codes, work);
+	run_grid(c, q, x, codes, work);
 	print_tightness();
 	report(&encode_tally, &passed, &failed);
 	report(&failure_tally, &passed, &failed);
