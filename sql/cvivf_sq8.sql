@@ -44,7 +44,7 @@ END $$;
 -- Queries from the source rows (some are in the tables, most are not):
 -- how many of them the two indexes answer differently, and how many
 -- full-probe answers differ from exact search.
-CREATE FUNCTION sq8_compare(op text, dims int) RETURNS TABLE(queries bigint, differ bigint, inexact bigint)
+CREATE FUNCTION sq8_compare(op text, dims int, every int DEFAULT 97) RETURNS TABLE(queries bigint, differ bigint, inexact bigint)
 LANGUAGE sql AS $$
 	SELECT count(*),
 		count(*) FILTER (WHERE sq8_answers('sq8_plain', op, q, 10, p, true) IS DISTINCT FROM
@@ -52,7 +52,7 @@ LANGUAGE sql AS $$
 		count(*) FILTER (WHERE p = 20 AND sq8_answers('sq8_coded', op, q, 10, p, true) IS DISTINCT FROM
 								sq8_answers('sq8_coded', op, q, 10, p, false))
 	FROM (SELECT x[1:dims]::cvec AS q, 1 + (id % 3) * 4 + (id % 5 / 4) * 15 AS p
-		  FROM sq8_src WHERE id % 97 = 0) s
+		  FROM sq8_src WHERE id % every = 0) s
 $$;
 
 -- Churn: rows after the build (no code), deletes, VACUUM, refills.
@@ -101,6 +101,38 @@ SELECT sq8_setup('cvec_l2_ops', 1);
 SELECT * FROM sq8_compare('<->', 1);
 SELECT sq8_setup('cvec_l2_ops', 3);
 SELECT * FROM sq8_compare('<->', 3);
+
+-- wide vectors: 1,024 dimensions, and 8,128, whose code entry fills a page
+DROP TABLE sq8_src;
+CREATE TABLE sq8_src AS
+SELECT i AS id, array_agg(((i % 37) * 0.25 + random() * 2 - 1)::real ORDER BY j) AS x
+FROM generate_series(1, 400) i, generate_series(1, 8128) j GROUP BY i;
+CREATE OR REPLACE FUNCTION sq8_setup(metric text, dims int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE 'DROP TABLE IF EXISTS sq8_plain, sq8_coded';
+	EXECUTE format('CREATE TABLE sq8_plain (id int, v cvec(%s))', dims);
+	EXECUTE format('CREATE TABLE sq8_coded (id int, v cvec(%s))', dims);
+	EXECUTE format('INSERT INTO sq8_plain SELECT id, x[1:%s]::cvec FROM sq8_src WHERE id <= 300 ORDER BY id', dims);
+	EXECUTE format('INSERT INTO sq8_coded SELECT id, x[1:%s]::cvec FROM sq8_src WHERE id <= 300 ORDER BY id', dims);
+	EXECUTE format('CREATE INDEX ON sq8_plain USING cvivf (v %s) WITH (lists = 20, seed = 7)', metric);
+	EXECUTE format('CREATE INDEX ON sq8_coded USING cvivf (v %s) WITH (lists = 20, seed = 7, quantization = sq8)', metric);
+END $$;
+SELECT sq8_setup('cvec_l2_ops', 1024);
+SELECT * FROM sq8_compare('<->', 1024, 13);
+SELECT sq8_setup('cvec_cosine_ops', 1024);
+SELECT * FROM sq8_compare('<=>', 1024, 13);
+SELECT sq8_setup('cvec_ip_ops', 8128);
+SELECT * FROM sq8_compare('<#>', 8128, 13);
+INSERT INTO sq8_plain SELECT id, x::cvec FROM sq8_src WHERE id > 300 ORDER BY id;
+INSERT INTO sq8_coded SELECT id, x::cvec FROM sq8_src WHERE id > 300 ORDER BY id;
+DELETE FROM sq8_plain WHERE id % 3 = 0;
+DELETE FROM sq8_coded WHERE id % 3 = 0;
+VACUUM sq8_plain;
+VACUUM sq8_coded;
+INSERT INTO sq8_plain SELECT id + 2000, x::cvec FROM sq8_src WHERE id % 3 = 0 ORDER BY id;
+INSERT INTO sq8_coded SELECT id + 2000, x::cvec FROM sq8_src WHERE id % 3 = 0 ORDER BY id;
+SELECT * FROM sq8_compare('<#>', 8128, 13);
+SELECT cvivf_verify('sq8_coded_v_idx');
 
 -- bad requests
 CREATE TABLE sq8_wide (v cvec(9000));
