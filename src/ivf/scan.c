@@ -23,6 +23,7 @@
 #include "utils/rel.h"
 
 #include "gpu/gpu.h"
+#include "ivf/candidates.h"
 #include "ivf/ivf.h"
 #include "ivf/scan_gpu.h"
 #include "ivf/scan_report.h"
@@ -31,21 +32,6 @@
 #include "math/distance_bound.h"
 #include "math/sq8.h"
 #include "type/cvec.h"
-
-/*
- * A candidate row.  Under L2 its distance starts as a lower bound from a
- * float32 pass (exact = false) and becomes the operator's exact value only
- * when it reaches the top of the heap, so only the rows returned (and a few
- * near them) pay for the float64 kernel.
- */
-typedef struct Candidate
-{
-	double		distance;
-	ItemPointerData tid;
-	bool		exact;
-	uint16		offset;			/* where the tuple's header is, to re-read it */
-	BlockNumber block;
-} Candidate;
 
 typedef CvIvfRankedList RankedList;
 
@@ -62,10 +48,8 @@ typedef struct CvIvfScanState
 	int			lists_opened;
 	int			max_lists;
 	int			batch;			/* lists opened at once */
-	Candidate  *heap;
+	CvIvfCandidates candidates;
 	float	   *vector;			/* a re-read candidate */
-	Size		heap_size;
-	Size		heap_capacity;
 	CvIvfGpuScan *gpu;			/* the mirror serves the scan while set */
 	CvIvfGpuScan *returned;		/* rows a GPU scan returned, for the CPU to skip */
 	bool		planned;		/* ranked, max_lists and batch are set */
@@ -76,69 +60,11 @@ typedef struct CvIvfScanState
 	float	   *sq8_workspace;
 } CvIvfScanState;
 
-/* NaN (a zero vector under cosine) orders last, as float8 ordering does. */
-static inline bool
-candidate_less(const Candidate *a, const Candidate *b)
-{
-	if (a->distance != b->distance)
-	{
-		if (isnan(a->distance))
-			return false;
-		if (isnan(b->distance))
-			return true;
-		return a->distance < b->distance;
-	}
-	return ItemPointerCompare((ItemPointer) &a->tid, (ItemPointer) &b->tid) < 0;
-}
-
-static void
-sift_down(Candidate *heap, Size size, Size i)
-{
-	for (;;)
-	{
-		Size		smallest = i,
-					left = 2 * i + 1,
-					right = 2 * i + 2;
-		Candidate	swap;
-
-		if (left < size && candidate_less(&heap[left], &heap[smallest]))
-			smallest = left;
-		if (right < size && candidate_less(&heap[right], &heap[smallest]))
-			smallest = right;
-		if (smallest == i)
-			return;
-		swap = heap[i];
-		heap[i] = heap[smallest];
-		heap[smallest] = swap;
-		i = smallest;
-	}
-}
-
-/* Linear-time heapify: ordering everything would waste work on rows never fetched. */
-static void
-heapify(Candidate *heap, Size size)
-{
-	for (Size i = size / 2; i-- > 0;)
-		sift_down(heap, size, i);
-}
-
-static void
+static inline void
 push_candidate(CvIvfScanState *state, double distance, ItemPointer tid, bool exact,
 			   BlockNumber block, Size offset)
 {
-	if (state->heap_size == state->heap_capacity)
-	{
-		state->heap_capacity = Max(1024, state->heap_capacity * 2);
-		state->heap = state->heap == NULL ?
-			MemoryContextAllocHuge(state->context, sizeof(Candidate) * state->heap_capacity) :
-			repalloc_huge(state->heap, sizeof(Candidate) * state->heap_capacity);
-	}
-	state->heap[state->heap_size].distance = distance;
-	state->heap[state->heap_size].tid = *tid;
-	state->heap[state->heap_size].exact = exact;
-	state->heap[state->heap_size].block = block;
-	state->heap[state->heap_size].offset = (uint16) offset;
-	state->heap_size++;
+	cvivf_candidates_push(&state->candidates, distance, tid, exact, block, offset);
 }
 
 static void
@@ -219,7 +145,7 @@ collect_quantized_list(IndexScanDesc scan, CvIvfScanState *state, int list)
 static void
 refine_top(IndexScanDesc scan, CvIvfScanState *state)
 {
-	Candidate  *top = &state->heap[0];
+	CvIvfCandidate *top = &state->candidates.items[0];
 
 	if (state->vector == NULL)
 		state->vector = MemoryContextAlloc(state->context,
@@ -229,7 +155,7 @@ refine_top(IndexScanDesc scan, CvIvfScanState *state)
 	top->distance = cvivf_distance(state->meta.metric, state->query, state->vector,
 								   state->meta.dimensions);
 	top->exact = true;
-	sift_down(state->heap, state->heap_size, 0);
+	cvivf_candidates_top_changed(&state->candidates);
 }
 
 static int
@@ -354,7 +280,7 @@ open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
 			cvivf_scan_list(scan->indexRelation, &state->meta, entry.first_block, false,
 							NULL, collect_tuple, state);
 	}
-	heapify(state->heap, state->heap_size);
+	cvivf_candidates_order(&state->candidates);
 	return true;
 }
 
@@ -458,6 +384,7 @@ cvivfrescan(IndexScanDesc scan, ScanKey keys, int nkeys pg_attribute_unused(), S
 	MemoryContextReset(state->context);
 	memset((char *) state + offsetof(CvIvfScanState, meta), 0,
 		   sizeof(CvIvfScanState) - offsetof(CvIvfScanState, meta));
+	state->candidates.context = state->context;
 	/* cvlattice's label conditions; cvivf has none */
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
@@ -483,6 +410,7 @@ cvivfgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 {
 	CvIvfScanState *state = (CvIvfScanState *) scan->opaque;
 	MemoryContext old = MemoryContextSwitchTo(state->context);
+	CvIvfCandidate *top;
 
 	if (!state->started)
 		start_scan(scan, state);
@@ -493,7 +421,7 @@ cvivfgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 	}
 	for (;;)
 	{
-		while (state->heap_size == 0)
+		while ((top = cvivf_candidates_top(&state->candidates)) == NULL)
 		{
 			/* the GPU returned rows of the first batch of lists only */
 			if (state->lists_opened > 0)
@@ -505,21 +433,18 @@ cvivfgettuple(IndexScanDesc scan, ScanDirection dir pg_attribute_unused())
 			}
 		}
 		/* an exact top is no farther than any bound below it: return it */
-		if (!state->heap[0].exact)
+		if (!top->exact)
 		{
 			refine_top(scan, state);
 			continue;
 		}
 		if (state->returned == NULL ||
-			!cvivf_gpu_scan_returned(state->returned, &state->heap[0].tid,
-									 state->heap[0].distance))
+			!cvivf_gpu_scan_returned(state->returned, &top->tid, top->distance))
 			break;
-		state->heap[0] = state->heap[--state->heap_size];	/* the GPU returned it */
-		sift_down(state->heap, state->heap_size, 0);
+		cvivf_candidates_pop(&state->candidates);	/* the GPU returned it */
 	}
-	return_row(scan, state, &state->heap[0].tid, state->heap[0].distance);
-	state->heap[0] = state->heap[--state->heap_size];
-	sift_down(state->heap, state->heap_size, 0);
+	return_row(scan, state, &top->tid, top->distance);
+	cvivf_candidates_pop(&state->candidates);
 	MemoryContextSwitchTo(old);
 	return true;
 }
