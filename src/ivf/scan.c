@@ -55,6 +55,7 @@ typedef struct CvIvfScanState
 	bool		planned;		/* ranked, max_lists and batch are set */
 	bool		keyed;			/* cvlattice label conditions chose the lists */
 	int32	   *keyed_lists;	/* those lists, ascending, for the GPU */
+	int			ranked_sorted;	/* ranked[0, ranked_sorted) is in order */
 	const float *centroids;		/* quantized: the stored centroids codes are against */
 	CvSq8Query	sq8;			/* the query prepared for the list being read */
 	float	   *sq8_workspace;
@@ -169,6 +170,42 @@ compare_ranked(const void *a, const void *b)
 	return x->list - y->list;
 }
 
+/*
+ * Puts the wanted nearest lists first, in order, and leaves the others
+ * unordered after them: a scan reads probes lists, and sorting thousands
+ * of lists for a few was most of the time of a short query.
+ */
+static void
+sort_nearest(RankedList *ranked, int lists, int wanted)
+{
+	int			lo = 0,
+				hi = lists - 1;
+
+	while (wanted < lists && lo < hi)
+	{
+		RankedList pivot = ranked[hi];
+		int			store = lo;
+
+		for (int i = lo; i < hi; i++)
+			if (compare_ranked(&ranked[i], &pivot) < 0)
+			{
+				RankedList t = ranked[i];
+
+				ranked[i] = ranked[store];
+				ranked[store++] = t;
+			}
+		ranked[hi] = ranked[store];
+		ranked[store] = pivot;
+		if (store == wanted)
+			break;
+		if (store < wanted)
+			lo = store + 1;
+		else
+			hi = store - 1;
+	}
+	qsort(ranked, wanted, sizeof(RankedList), compare_ranked);
+}
+
 /* Orders the lists by their centroid's distance to the query. */
 static void
 rank_lists(Relation index, CvIvfScanState *state)
@@ -190,7 +227,8 @@ rank_lists(Relation index, CvIvfScanState *state)
 		if (isnan(state->ranked[list].distance))
 			state->ranked[list].distance = INFINITY;
 	}
-	qsort(state->ranked, lists, sizeof(RankedList), compare_ranked);
+	sort_nearest(state->ranked, lists, Min((int) lists, state->probes));
+	state->ranked_sorted = Min((int) lists, state->probes);
 	if (owned)
 		pfree((float *) centroids);
 }
@@ -218,6 +256,7 @@ plan_cpu_scan(IndexScanDesc scan, CvIvfScanState *state)
 		state->keyed = cvlattice_plan_scan(scan, &state->meta,
 										   state->query_is_null ? NULL : state->query,
 										   &state->ranked, &state->max_lists, &state->batch);
+		state->ranked_sorted = INT_MAX;	/* cvlattice orders its own */
 		return;
 	}
 	rank_lists(scan->indexRelation, state);
@@ -267,9 +306,17 @@ open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
 	for (int i = 0; i < batch; i++)
 	{
 		CvIvfListEntry entry;
-		int			list = state->ranked[state->lists_opened++].list;
+		int			list;
 
 		CHECK_FOR_INTERRUPTS();
+		if (state->lists_opened >= state->ranked_sorted)
+		{
+			/* past the lists sorted first: the rest, in order, once */
+			qsort(state->ranked + state->ranked_sorted, state->meta.lists - state->ranked_sorted,
+				  sizeof(RankedList), compare_ranked);
+			state->ranked_sorted = state->meta.lists;
+		}
+		list = state->ranked[state->lists_opened++].list;
 		if (cvivf_is_quantized(&state->meta))
 		{
 			collect_quantized_list(scan, state, list);
