@@ -394,6 +394,51 @@ wordnet_html_report() {
 	fi
 }
 
+# The nightly cluster_health snapshot of the README (pg_cron recipe), taken
+# twice by hand: once now (dated a day back), once after 400 new glosses
+# arrive drifted (noun.artifact glosses moved halfway to noun.person's mean),
+# then rendered as a history page (python3 -m clustervec.report --history).
+wordnet_history_report() {
+	local out="${CV_WORK}/history.html" log="${CV_WORK}/history.log"
+	[ -d "${CV_SRC}/python/clustervec" ] || return 0
+	cv_header "9. Health over time: two snapshots and the history page"
+	demo_psql -q <<'SQL'
+CREATE TABLE cluster_health_history AS
+SELECT now() - interval '1 day' AS taken_at,
+	s.k AS summary_k, s.n AS summary_n, s.davies_bouldin AS summary_davies_bouldin,
+	s.calinski_harabasz AS summary_calinski_harabasz, s.cohesion AS summary_cohesion,
+	s.centroid_silhouette AS summary_centroid_silhouette, h.*
+FROM cluster_health_summary('glosses', 'category', 'embedding', progress => false) s,
+	cluster_health('glosses', 'category', 'embedding', progress => false) h;
+CREATE TEMP TABLE drift AS
+SELECT avg(embedding) AS person, array_fill(0.5::real, ARRAY[384])::cvec(384) AS half
+FROM glosses WHERE category = 'noun.person';
+INSERT INTO glosses (id, synset_id, category, lemmas, gloss, embedding)
+SELECT 1000000 + g.id, g.synset_id || '#drifted', g.category, g.lemmas, g.gloss,
+	l2_normalize(g.embedding * drift.half + drift.person * drift.half)
+FROM glosses g, drift
+WHERE g.category = 'noun.artifact'
+ORDER BY g.id LIMIT 400;
+INSERT INTO cluster_health_history
+SELECT now(), s.k, s.n, s.davies_bouldin, s.calinski_harabasz, s.cohesion,
+	s.centroid_silhouette, h.*
+FROM cluster_health_summary('glosses', 'category', 'embedding', progress => false) s,
+	cluster_health('glosses', 'category', 'embedding', progress => false) h;
+SQL
+	demo_psql -c "SELECT DISTINCT ON (taken_at) taken_at::date AS day, summary_n AS rows, round(summary_davies_bouldin::numeric, 3) AS davies_bouldin, round(summary_cohesion::numeric, 4) AS cohesion, round(summary_centroid_silhouette::numeric, 4) AS centroid_silhouette FROM cluster_health_history ORDER BY taken_at"
+	rm -f "$out"
+	if run_as_pg -C "$CV_WORK" env PYTHONPATH="${CV_SRC}/python" "$PYTHON" -m clustervec.report \
+		--dsn "host=${CV_SOCK} port=${CV_PORT} dbname=${DEMO_DB} user=${CV_DB_SUPERUSER}" \
+		--history cluster_health_history --out "$out" \
+		--title "clustervec: WordNet glosses, before and after 400 drifted rows" >"$log" 2>&1 \
+		&& [ -s "$out" ]; then
+		cv_log "History report: ${out}"
+	else
+		tail -n 15 "$log" >&2
+		cv_warn "the history report failed (log: ${log}); the rest of the demo is unaffected"
+	fi
+}
+
 # ---------------------------------------------------------------------------
 # DEMO_DATA=synthetic: the former generated data set (50,000 x 128 in 100
 # Gaussian clusters, made inside the database), for larger runs
@@ -592,6 +637,7 @@ main() {
 		wordnet_health
 		wordnet_lattice
 		wordnet_html_report
+		wordnet_history_report
 	fi
 	gpu_served
 
