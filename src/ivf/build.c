@@ -580,7 +580,12 @@ sample_rows(CvIvfBuildState *state, IndexInfo *info)
 	cv_prng_seed(&state->prng, (uint64) state->options->seed);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_SAMPLING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) estimate);
-	state->heap_tuples = table_index_build_scan(state->heap, state->index, info, true, true,
+	/*
+	 * No synchronized scan: one starting where another scan of a large table
+	 * is (or where a cancelled build left it) would draw another sample, and
+	 * the same data and seed must give the same centroids.
+	 */
+	state->heap_tuples = table_index_build_scan(state->heap, state->index, info, false, true,
 												sample_callback, state, NULL);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
 	report_capped_sample(state);
