@@ -6,8 +6,15 @@
  * scan that assigns every row to its nearest centroid, is the expensive one
  * and the only one that may run in parallel workers: each participant
  * assigns the rows of the blocks it scanned and feeds its own share of one
- * parallel tuplesort, sorted by (list, heap TID) as the serial sort is, so
- * the merged output, and therefore the index, is the serial build's.
+ * parallel tuplesort.  The index is the serial build's because
+ *  - the centroids are: k-means runs in the leader alone, before the
+ *    workers, on the sample pass 1 drew from a scan that always starts at
+ *    block 0 (never a synchronized scan);
+ *  - each row's list is: src/math's assignment is the exact float64 argmin,
+ *    whatever the batch it came in and the SIMD variant;
+ *  - the order is: the sort key (list, heap TID) is total, so the merge of
+ *    the runs gives each list's rows in the serial sort's order, and pass 3
+ *    writes pages and sums the drift baseline from that one sequence.
  */
 #ifndef CV_IVF_BUILD_H
 #define CV_IVF_BUILD_H

@@ -301,8 +301,16 @@ cvivf_parallel_assign(CvIvfBuildState *state, IndexInfo *info)
 	SortCoordinate coordinate;
 	TupleDesc	desc;
 
-	if (request <= 0 || centroid_bytes(state) > MAX_SHARED_CENTROID_BYTES)
+	if (request <= 0)
 		return false;
+	if (centroid_bytes(state) > MAX_SHARED_CENTROID_BYTES)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("cvivf build of \"%s\": %zu MB of centroids, built without workers",
+								 RelationGetRelationName(state->index),
+								 centroid_bytes(state) / (1024 * 1024))));
+		return false;
+	}
 	build = begin_parallel(state, info->ii_Concurrent, request);
 	if (build == NULL)
 		return false;
