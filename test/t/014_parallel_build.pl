@@ -13,7 +13,8 @@
 # NULL vectors get the empty index; progress counts the rows every
 # participant assigned; a build cancelled while the workers assign (and one
 # stopped by statement_timeout) leaves no worker, catalog row, relation file
-# or temporary file behind, and the table builds afterwards.
+# or temporary file behind, and the table builds afterwards.  A build whose
+# assignment runs on the GPU worker launches no parallel worker.
 
 use strict;
 use warnings FATAL => 'all';
@@ -308,4 +309,32 @@ is(sql("SELECT md5(string_agg(l::text, E'\\n' ORDER BY list)) FROM cvivf_lists('
 cv_verify_ok($node, 'c_idx');
 
 $node->stop;
+
+# A build whose assignment runs on the GPU worker stays serial.  In CI the
+# worker opens the CPU implementation of the GPU library, whose answers are
+# src/math's: the same index as the CPU build's, which runs in parallel.
+my $gpu = cv_gpu_node('parallel_build_gpu');
+ok(defined cv_wait_for($gpu, 'SELECT worker_state FROM clustervec_gpu_info()', 'ready', 60),
+	'the GPU worker is ready');
+cv_load_clustered($gpu, 'g', rows => 20000, dims => 32, centres => 40);
+cv_sql($gpu, 'ALTER TABLE g SET (parallel_workers = 2)');
+my $g_ddl = 'CREATE INDEX g_idx ON g USING cvivf (v) WITH (lists = 40, seed = 3)';
+my $g_lists = "SELECT md5(string_agg(l::text, E'\\n' ORDER BY list)) FROM cvivf_lists('g_idx') l";
+my ($rc, $out, $g_err) = $gpu->psql('postgres',
+	"SET clustervec.gpu = require; SET max_parallel_maintenance_workers = 2; SET client_min_messages = debug1; $g_ddl",
+	timeout => 300);
+is($rc, 0, 'the build under clustervec.gpu = require ran') or diag $g_err;
+unlike($g_err, qr/parallel workers launched/, 'a build on the GPU launches no parallel worker');
+is(cv_sql($gpu, 'SELECT index_builds FROM clustervec_gpu_info()'), '1', 'the GPU worker served the build');
+my $gpu_lists = cv_sql($gpu, $g_lists);
+cv_sql($gpu, 'DROP INDEX g_idx');
+($rc, $out, $g_err) = $gpu->psql('postgres',
+	"SET clustervec.gpu = off; SET max_parallel_maintenance_workers = 2; SET client_min_messages = debug1; $g_ddl",
+	timeout => 300);
+like($g_err, qr/2 parallel workers launched of 2 planned/,
+	'with clustervec.gpu = off the same build runs in parallel workers');
+is(cv_sql($gpu, $g_lists), $gpu_lists, 'and makes the lists of the GPU library on the CPU')
+  if cv_gpu_library() ne 'clustervec_cuda';
+$gpu->stop;
+
 done_testing();
