@@ -98,6 +98,20 @@ struct CvIvfParallelBuild
 };
 
 /*
+ * Tells the leader a participant's run is sorted, and whether its scan met
+ * a broken HOT chain (index_build then marks the index for later snapshots).
+ */
+static void
+mark_done(CvIvfParallelShared *shared, bool broken_hot_chain)
+{
+	SpinLockAcquire(&shared->mutex);
+	shared->participants_done++;
+	shared->broken_hot_chain |= broken_hot_chain;
+	SpinLockRelease(&shared->mutex);
+	ConditionVariableSignal(&shared->done_cv);
+}
+
+/*
  * One participant's share: blocks of the parallel scan, assigned on the
  * CPU, sorted into a run of the shared sort.  The leader passes progress
  * true: its scan reports blocks and the counter reports rows.
@@ -126,11 +140,7 @@ participate(CvIvfParallelShared *shared, Sharedsort *sharedsort, Relation heap,
 	cvivf_build_assign_end(&state);
 	tuplesort_performsort(state.sort);
 
-	SpinLockAcquire(&shared->mutex);
-	shared->participants_done++;
-	shared->broken_hot_chain |= info->ii_BrokenHotChain;
-	SpinLockRelease(&shared->mutex);
-	ConditionVariableSignal(&shared->done_cv);
+	mark_done(shared, info->ii_BrokenHotChain);
 	/* the run stays in the shared fileset for the leader's merge */
 	tuplesort_end(state.sort);
 	ereport(DEBUG1,
@@ -288,6 +298,21 @@ begin_parallel(CvIvfBuildState *state, bool concurrent, int request)
 	return build;
 }
 
+/* The leader's merge of every participant's run, in the serial sort's order. */
+static void
+merge_runs(CvIvfBuildState *state, CvIvfParallelBuild *build)
+{
+	SortCoordinate coordinate = palloc0(sizeof(SortCoordinateData));
+	TupleDesc	desc = cvivf_build_sort_desc(state->index);
+
+	coordinate->isWorker = false;
+	coordinate->nParticipants = build->participants;
+	coordinate->sharedsort = build->sharedsort;
+	state->sorted_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	state->sort = cvivf_build_sort_begin(desc, maintenance_work_mem, coordinate);
+	tuplesort_performsort(state->sort);
+}
+
 /*
  * Pass 2 in parallel, when the planner grants workers: on return the
  * leader's merge of every run is sorted and ready in state->sort, as the
@@ -298,8 +323,6 @@ cvivf_parallel_assign(CvIvfBuildState *state, IndexInfo *info)
 {
 	int			request = cv_index_build_workers(state->heap, state->index, info);
 	CvIvfParallelBuild *build;
-	SortCoordinate coordinate;
-	TupleDesc	desc;
 
 	if (request <= 0)
 		return false;
@@ -322,14 +345,7 @@ cvivf_parallel_assign(CvIvfBuildState *state, IndexInfo *info)
 	state->assigned = (int64) pg_atomic_read_u64(&build->shared->assigned);
 	if (build->shared->broken_hot_chain)
 		info->ii_BrokenHotChain = true;
-	coordinate = palloc0(sizeof(SortCoordinateData));
-	coordinate->isWorker = false;
-	coordinate->nParticipants = build->participants;
-	coordinate->sharedsort = build->sharedsort;
-	desc = cvivf_build_sort_desc(state->index);
-	state->sorted_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-	state->sort = cvivf_build_sort_begin(desc, maintenance_work_mem, coordinate);
-	tuplesort_performsort(state->sort);
+	merge_runs(state, build);
 	state->parallel = build;
 	return true;
 }
