@@ -15,7 +15,7 @@ TYPE_OBJS = src/type/cvec_io.o src/type/cvec_distance.o \
 	src/type/cvec_arith.o src/type/cvec_compare.o src/type/cvec_cast.o \
 	src/type/cvec_aggregate.o src/type/cvec_util.o src/type/cvec_layout.o
 IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
-	src/ivf/reader.o src/ivf/page.o src/ivf/centroids.o src/ivf/build.o \
+	src/ivf/reader.o src/ivf/page.o src/ivf/centroids.o src/ivf/build.o src/ivf/build_parallel.o \
 	src/ivf/insert.o src/ivf/scan.o src/ivf/vacuum.o src/ivf/cost.o \
 	src/ivf/validate.o src/ivf/introspect.o src/ivf/mirror_upload.o \
 	src/ivf/mirror_merge.o src/ivf/scan_gpu.o src/ivf/scan_report.o src/ivf/layout.o \

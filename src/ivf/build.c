@@ -5,7 +5,9 @@
  * reservoir sample (draws from the seeded PRNG, so the same data and seed
  * give the same sample).  k-means (src/math) turns the sample into
  * centroids.  Pass 2 reads the heap again, assigns each row to its nearest
- * centroid in batches, and feeds (list, tid, vector) to a tuplesort.  Pass 3
+ * centroid in batches, and feeds (list, tid, vector) to a tuplesort; with
+ * max_parallel_maintenance_workers, parallel workers share that scan and
+ * the sort (build_parallel.c; the result is the same, see build.h).  Pass 3
  * writes the lists in order through page.c, summing each member's distance
  * to its centroid on the way: the baseline cvivf_health compares with
  * (drift.c), written after the lists.  Last, the sample calibrates recall
@@ -28,6 +30,7 @@
 #include "utils/tuplesort.h"
 
 #include "gpu/gpu.h"
+#include "ivf/build.h"
 #include "ivf/ivf.h"
 #include "math/distance.h"
 #include "math/kmeans.h"
@@ -40,44 +43,6 @@
 #define ASSIGN_BATCH 2048
 #define MIN_AUTO_SAMPLE 10000
 #define SAMPLE_PER_LIST 50
-
-typedef struct BuildState
-{
-	Relation	heap;
-	Relation	index;
-	CvMetric metric;
-	int			dimensions;		/* 0 until the first vector */
-	MemoryContext tuple_context;
-	/* pass 1 */
-	const CvIvfOptions *options;
-	double		estimated_rows;
-	int			estimated_lists;
-	CvPrng		prng;
-	float	   *sample;
-	int64		sample_capacity;
-	int64		sample_count;
-	bool		sample_capped;	/* maintenance_work_mem held the reservoir down */
-	int64		rows;			/* rows with an indexable vector */
-	double		heap_tuples;	/* live rows the scan read, indexable or not */
-	bool		use_gpu;		/* the GPU worker runs k-means and assignment */
-	bool		gpu_served;
-	/* pass 2 */
-	CvGpuAssigner *gpu;			/* NULL: the CPU assigns */
-	int			batch_capacity;
-	const float *centroids;
-	int			lists;
-	CvNearest  *nearest;		/* NULL until the CPU assigns */
-	float	   *batch;
-	ItemPointerData *batch_tids;
-	int32	   *batch_lists;
-	int			batch_count;
-	Tuplesortstate *sort;
-	TupleTableSlot *slot;		/* rows going into the sort */
-	TupleTableSlot *sorted_slot;	/* rows coming out of it */
-	int64		assigned;
-	/* pass 3 */
-	CvIvfDistanceSums *baseline;
-} BuildState;
 
 static const CvIvfOptions *
 build_options(Relation index)
@@ -103,7 +68,7 @@ check_quantized_dimensions(Relation index, const CvIvfOptions *options, int dime
 
 /* The first vector fixes the dimensions; every other must match. */
 static void
-check_build_dimensions(BuildState *state, const CVec *v)
+check_build_dimensions(CvIvfBuildState *state, const CVec *v)
 {
 	if (state->dimensions == 0)
 		state->dimensions = v->dim;
@@ -117,7 +82,7 @@ check_build_dimensions(BuildState *state, const CVec *v)
 
 /* The vector of an index tuple, or NULL when it is not indexed. */
 static CVec *
-indexable_vector(BuildState *state, Datum value, bool isnull)
+indexable_vector(CvIvfBuildState *state, Datum value, bool isnull)
 {
 	CVec	   *v;
 
@@ -136,7 +101,7 @@ static int64 choose_sample_capacity(Relation index, const CvIvfOptions *options,
 
 /* The reservoir, sized once the first vector tells the dimensions. */
 static void
-allocate_sample(BuildState *state)
+allocate_sample(CvIvfBuildState *state)
 {
 	state->sample_capacity = choose_sample_capacity(state->index, state->options,
 													state->estimated_lists,
@@ -153,7 +118,7 @@ static void
 sample_callback(Relation index pg_attribute_unused(), ItemPointer tid pg_attribute_unused(), Datum *values, bool *isnull,
 				bool alive pg_attribute_unused(), void *arg)
 {
-	BuildState *state = (BuildState *) arg;
+	CvIvfBuildState *state = (CvIvfBuildState *) arg;
 	MemoryContext old = MemoryContextSwitchTo(state->tuple_context);
 	CVec	   *v = indexable_vector(state, values[0], isnull[0]);
 	int64		slot = -1;
@@ -249,7 +214,7 @@ choose_sample_capacity(Relation index, const CvIvfOptions *options, int lists, i
  * sample of the rows actually scanned would hold.
  */
 static void
-report_capped_sample(const BuildState *state)
+report_capped_sample(const CvIvfBuildState *state)
 {
 	int			lists = choose_lists(state->options, (double) state->rows);
 	int64		full = Min(Max((int64) MIN_AUTO_SAMPLE, (int64) SAMPLE_PER_LIST * lists),
@@ -275,7 +240,7 @@ kmeans_progress(void *arg pg_attribute_unused(), int iteration, int total pg_att
 
 /* Cosine and inner product train on directions: the sample becomes unit length. */
 static void
-normalize_sample(BuildState *state)
+normalize_sample(CvIvfBuildState *state)
 {
 	for (int64 i = 0; i < state->sample_count; i++)
 	{
@@ -290,7 +255,7 @@ normalize_sample(BuildState *state)
 
 /* Trains up to lists centroids; returns how many there are (fewer distinct rows: fewer). */
 static int
-train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float *centroids)
+train_centroids(CvIvfBuildState *state, int lists, int iterations, uint64 seed, float *centroids)
 {
 	CvKmeansParams params = {0};
 	CvKmeansResult result = {0};
@@ -328,7 +293,7 @@ train_centroids(BuildState *state, int lists, int iterations, uint64 seed, float
 
 /* The CPU assigner, made when the CPU first assigns. */
 static void
-ensure_cpu_nearest(BuildState *state)
+ensure_cpu_nearest(CvIvfBuildState *state)
 {
 	CvNearestMetric metric = state->metric == CV_METRIC_L2 ?
 		CV_NEAREST_L2 : CV_NEAREST_INNER_PRODUCT;
@@ -346,7 +311,7 @@ ensure_cpu_nearest(BuildState *state)
 
 /* Each buffered row's nearest list: on the GPU while it serves, else on the CPU. */
 static void
-assign_batch(BuildState *state)
+assign_batch(CvIvfBuildState *state)
 {
 	if (state->gpu != NULL)
 	{
@@ -367,9 +332,27 @@ assign_batch(BuildState *state)
 								 state->batch_lists, NULL), "list assignment");
 }
 
+/*
+ * Counts a batch's rows for pg_stat_progress_create_index: in a parallel
+ * build the participants add them up in shared memory and the leader
+ * reports the total (a worker's own progress row is not the command's).
+ */
+static void
+count_assigned(CvIvfBuildState *state, int rows)
+{
+	int64		done;
+
+	state->assigned += rows;
+	done = state->assigned;
+	if (state->shared_assigned != NULL)
+		done = (int64) pg_atomic_add_fetch_u64(state->shared_assigned, rows);
+	if (state->report_progress)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
+}
+
 /* Assigns the buffered rows to lists and hands them to the sort. */
 static void
-flush_batch(BuildState *state)
+flush_batch(CvIvfBuildState *state)
 {
 	assign_batch(state);
 	for (int i = 0; i < state->batch_count; i++)
@@ -388,16 +371,16 @@ flush_batch(BuildState *state)
 		tuplesort_puttupleslot(state->sort, slot);
 		pfree(v);
 	}
-	state->assigned += state->batch_count;
+	count_assigned(state, state->batch_count);
 	state->batch_count = 0;
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->assigned);
 }
 
-static void
-assign_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *values, bool *isnull,
-				bool alive pg_attribute_unused(), void *arg)
+/* Pass 2's heap scan callback: rows are buffered and assigned a batch at a time. */
+void
+cvivf_build_assign_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *values,
+							bool *isnull, bool alive pg_attribute_unused(), void *arg)
 {
-	BuildState *state = (BuildState *) arg;
+	CvIvfBuildState *state = (CvIvfBuildState *) arg;
 	MemoryContext old = MemoryContextSwitchTo(state->tuple_context);
 	CVec	   *v = indexable_vector(state, values[0], isnull[0]);
 
@@ -413,30 +396,91 @@ assign_callback(Relation index pg_attribute_unused(), ItemPointer tid, Datum *va
 	MemoryContextReset(state->tuple_context);
 }
 
-/* A sort of (list int4, tid, vector) by list, then heap order. */
-static void
-begin_sort(BuildState *state)
+/* The rows pass 2 sorts: (list int4, heap tid, vector). */
+TupleDesc
+cvivf_build_sort_desc(Relation index)
 {
 	TupleDesc	desc = CreateTemplateTupleDesc(3);
+
+	TupleDescInitEntry(desc, 1, "list", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, 2, "tid", TIDOID, -1, 0);
+	TupleDescInitEntry(desc, 3, "vector",
+					   TupleDescAttr(RelationGetDescr(index), 0)->atttypid, -1, 0);
+	return desc;
+}
+
+/*
+ * A sort by list, then heap TID.  The TID makes the order total (no two
+ * rows share one), so the order of the rows within a list is the same
+ * whichever process assigned them and in whatever order they arrived: this
+ * is what makes a parallel build's index equal the serial build's.
+ */
+Tuplesortstate *
+cvivf_build_sort_begin(TupleDesc desc, int work_mem, SortCoordinate coordinate)
+{
 	AttrNumber	columns[2] = {1, 2};
 	Oid			operators[2] = {Int4LessOperator, TIDLessOperator};
 	Oid			collations[2] = {InvalidOid, InvalidOid};
 	bool		nulls_first[2] = {false, false};
 
-	TupleDescInitEntry(desc, 1, "list", INT4OID, -1, 0);
-	TupleDescInitEntry(desc, 2, "tid", TIDOID, -1, 0);
-	TupleDescInitEntry(desc, 3, "vector",
-					   TupleDescAttr(RelationGetDescr(state->index), 0)->atttypid, -1, 0);
-	state->slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-	state->sorted_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-	state->sort = tuplesort_begin_heap(desc, 2, columns, operators, collations, nulls_first,
-									   maintenance_work_mem, NULL, TUPLESORT_NONE);
+	return tuplesort_begin_heap(desc, 2, columns, operators, collations, nulls_first,
+								work_mem, coordinate, TUPLESORT_NONE);
 }
 
-/* Pass 2: every row to its nearest list, through the sort. */
+/* The row buffers of pass 2, batch_capacity rows each. */
+static void
+allocate_batches(CvIvfBuildState *state)
+{
+	state->batch = palloc_extended(sizeof(float) * state->dimensions * state->batch_capacity,
+								   MCXT_ALLOC_HUGE);
+	state->batch_tids = palloc(sizeof(ItemPointerData) * state->batch_capacity);
+	state->batch_lists = palloc(sizeof(int32) * state->batch_capacity);
+}
+
+/*
+ * A participant of a parallel pass 2 (the leader or a worker): assigns on
+ * the CPU, into a sort the caller begins.
+ */
+void
+cvivf_build_participant_init(CvIvfBuildState *state, Relation heap, Relation index,
+							 CvMetric metric, int dimensions, const float *centroids, int lists)
+{
+	memset(state, 0, sizeof(*state));
+	state->heap = heap;
+	state->index = index;
+	state->metric = metric;
+	state->dimensions = dimensions;
+	state->centroids = centroids;
+	state->lists = lists;
+	state->tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
+												 ALLOCSET_DEFAULT_SIZES);
+	state->batch_capacity = ASSIGN_BATCH;
+	allocate_batches(state);
+	state->slot = MakeSingleTupleTableSlot(cvivf_build_sort_desc(index), &TTSOpsVirtual);
+}
+
+/* After pass 2's scan: the last partial batch, then the assigners' memory. */
+void
+cvivf_build_assign_end(CvIvfBuildState *state)
+{
+	if (state->batch_count > 0)
+		flush_batch(state);
+	cv_gpu_assigner_end(state->gpu);
+	state->gpu = NULL;
+	if (state->nearest != NULL)
+		cv_nearest_free(state->nearest);
+	state->nearest = NULL;
+	pfree(state->batch);
+	pfree(state->batch_tids);
+	pfree(state->batch_lists);
+	state->batch = NULL;
+	state->batch_tids = NULL;
+	state->batch_lists = NULL;
+}
+
 /* The worker ranks by L2 or by inner product (cosine: the rows are normalised first). */
 static void
-begin_gpu_assigner(BuildState *state, const float *centroids, int lists)
+begin_gpu_assigner(CvIvfBuildState *state, const float *centroids, int lists)
 {
 	CvGpuError	error = {0};
 
@@ -448,38 +492,42 @@ begin_gpu_assigner(BuildState *state, const float *centroids, int lists)
 		cv_gpu_fall_back("the cvivf build", &error);
 }
 
+/*
+ * Pass 2: every row to its nearest list, through the sort.  In parallel
+ * workers when they can help (the GPU assigns alone: its worker serves one
+ * request at a time, so CPU workers beside it would only compete).
+ */
 static void
-assign_rows(BuildState *state, IndexInfo *info, const float *centroids, int lists)
+assign_rows(CvIvfBuildState *state, IndexInfo *info, const float *centroids, int lists)
 {
+	TupleDesc	desc;
+
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_ASSIGNING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->rows);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
 	state->centroids = centroids;
 	state->lists = lists;
+	if (!state->use_gpu && cvivf_parallel_assign(state, info))
+		return;
 	state->batch_capacity = ASSIGN_BATCH;
 	if (state->use_gpu)
 		begin_gpu_assigner(state, centroids, lists);
 	if (state->gpu != NULL)
 		state->batch_capacity = Max(ASSIGN_BATCH, cv_gpu_assign_batch_rows(state->dimensions));
-	state->batch = palloc_extended(sizeof(float) * state->dimensions * state->batch_capacity,
-								   MCXT_ALLOC_HUGE);
-	state->batch_tids = palloc(sizeof(ItemPointerData) * state->batch_capacity);
-	state->batch_lists = palloc(sizeof(int32) * state->batch_capacity);
-	begin_sort(state);
+	allocate_batches(state);
+	desc = cvivf_build_sort_desc(state->index);
+	state->slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	state->sorted_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	state->sort = cvivf_build_sort_begin(desc, maintenance_work_mem, NULL);
 	table_index_build_scan(state->heap, state->index, info, true, true,
-						   assign_callback, state, NULL);
-	if (state->batch_count > 0)
-		flush_batch(state);
-	cv_gpu_assigner_end(state->gpu);
-	state->gpu = NULL;
-	if (state->nearest != NULL)
-		cv_nearest_free(state->nearest);
+						   cvivf_build_assign_callback, state, NULL);
+	cvivf_build_assign_end(state);
 	tuplesort_performsort(state->sort);
 }
 
 /* Pass 3: the sorted rows, list after list, onto pages. */
 static void
-write_lists(BuildState *state, CvIvfBuildWriter *writer)
+write_lists(CvIvfBuildState *state, CvIvfBuildWriter *writer)
 {
 	int			current = -1;
 	int64		written = 0;
@@ -537,7 +585,7 @@ cvivf_estimate_heap_rows(Relation heap)
 
 /* Pass 1: the reservoir sample and the exact number of indexable rows. */
 static void
-sample_rows(BuildState *state, IndexInfo *info)
+sample_rows(CvIvfBuildState *state, IndexInfo *info)
 {
 	double		estimate = cvivf_estimate_heap_rows(state->heap);
 
@@ -546,7 +594,12 @@ sample_rows(BuildState *state, IndexInfo *info)
 	cv_prng_seed(&state->prng, (uint64) state->options->seed);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_SAMPLING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) estimate);
-	state->heap_tuples = table_index_build_scan(state->heap, state->index, info, true, true,
+	/*
+	 * No synchronized scan: one starting where another scan of a large table
+	 * is (or where a cancelled build left it) would draw another sample, and
+	 * the same data and seed must give the same centroids.
+	 */
+	state->heap_tuples = table_index_build_scan(state->heap, state->index, info, false, true,
 												sample_callback, state, NULL);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
 	report_capped_sample(state);
@@ -554,7 +607,7 @@ sample_rows(BuildState *state, IndexInfo *info)
 
 /* k-means on the sample; centroids and norms are allocated here. */
 static int
-build_centroids(BuildState *state, float **centroids, double **norms)
+build_centroids(CvIvfBuildState *state, float **centroids, double **norms)
 {
 	int			wanted = choose_lists(state->options, (double) state->rows);
 	int			lists;
@@ -579,7 +632,7 @@ IndexBuildResult *
 cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 {
 	IndexBuildResult *result = palloc0(sizeof(IndexBuildResult));
-	BuildState	state = {0};
+	CvIvfBuildState state = {0};
 	CvIvfMetaPageData meta;
 	CvIvfBuildWriter *writer;
 	float	   *centroids;
@@ -597,6 +650,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
 												ALLOCSET_DEFAULT_SIZES);
 	state.use_gpu = cv_gpu_should_use();
+	state.report_progress = true;
 	sample_rows(&state, info);
 	if (state.rows == 0)
 	{
@@ -622,6 +676,8 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	cvivf_writer_centroids(writer, centroids, norms);
 	state.baseline = cvivf_distance_sums_new(lists);
 	write_lists(&state, writer);
+	if (state.parallel != NULL)
+		cvivf_parallel_end(state.parallel);
 	cvivf_writer_finish(writer);
 	cvivf_record_baseline(index, state.baseline);
 	cvivf_calibrate_sample(index, state.metric, state.sample, state.sample_count,

@@ -9,6 +9,7 @@
 #include "commands/vacuum.h"
 #include "fmgr.h"
 
+#include "compat.h"
 #include "ivf/ivf.h"
 
 PG_FUNCTION_INFO_V1(cvivfhandler);
@@ -53,6 +54,8 @@ cvivfhandler(PG_FUNCTION_ARGS)
 	am->amclusterable = false;
 	am->ampredlocks = false;
 	am->amcanparallel = false;
+	/* pass 2 of a build runs in parallel workers (build_parallel.c) */
+	CV_SET_CAN_BUILD_PARALLEL(am);
 	am->amcaninclude = false;
 	am->amusemaintenanceworkmem = false;
 	am->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
