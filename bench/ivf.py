@@ -18,8 +18,9 @@ max_parallel_maintenance_workers = 0 (cvivf builds in one process).
 Connects through PGHOST/PGPORT/PGUSER/PGDATABASE; prints markdown.
 
 Environment:
-  CV_BENCH_SETS      comma list among synth128, synth1024, fashion, fashion_cos
-                     (default: all four)
+  CV_BENCH_SETS      comma list among synth128, synth1024, fashion, fashion_cos, fashion60k
+                     (fashion60k: the train split of Debian's dataset-fashion-mnist)
+                     (default: all of them)
   CV_BENCH_SCALE     row (and list) scale of the synthetic sets, e.g. 0.1
   CV_BENCH_QUERIES   queries of the synthetic sets (200); Fashion uses its 1,000
   CV_BENCH_PROBES    probes settings (1,5,10,20,40)
@@ -70,7 +71,7 @@ PROBES = env_list("CV_BENCH_PROBES", "1,5,10,20,40")
 CLIENTS = [c for c in env_list("CV_BENCH_CLIENTS", "1") if c > 1]
 QUANT = [q.strip() for q in os.environ.get("CV_BENCH_QUANT", "none,sq8").split(",") if q.strip()]
 EF_SEARCH = env_list("CV_BENCH_EF", "40,100")
-ALL_SETS = ["synth128", "synth1024", "fashion", "fashion_cos"]
+ALL_SETS = ["synth128", "synth1024", "fashion", "fashion_cos", "fashion60k"]
 
 
 def log(*args):
@@ -212,6 +213,32 @@ def fashion(name, metric, lists):
     return ds
 
 
+def read_idx_images(path):
+    with gzip.open(path) as f:
+        raw = f.read()
+    magic, n, r, c = struct.unpack(">IIII", raw[:16])
+    assert magic == 0x803, "unexpected IDX header"
+    return np.frombuffer(raw[16:], dtype=np.uint8).reshape(n, r * c).astype(np.float32)
+
+
+def fashion60k(name, lists):
+    """Fashion-MNIST train split (60,000 x 784, Debian's dataset-fashion-mnist), the
+    first QUERIES test images as queries, exact top-10 computed here."""
+    folder = os.environ.get("CV_BENCH_FASHION60K_DIR", "/usr/share/datasets/fashion-mnist")
+    path = os.path.join(folder, "train-images-idx3-ubyte.gz")
+    if not os.path.exists(path):
+        raise SystemExit(f"{path} is missing: apt-get install dataset-fashion-mnist")
+    base = read_idx_images(path)
+    queries = read_idx_images(os.path.join(folder, "t10k-images-idx3-ubyte.gz"))[:QUERIES]
+    ds = DataSet(name, "Fashion-MNIST train L2, 60,000 x 784", base, queries, "l2", lists,
+                 f"real images (uint8 pixels as float4) of the train split, ids 0..59999; the "
+                 f"first {len(queries)} test images as queries; exact top-10 in float64 numpy")
+    t0 = time.perf_counter()
+    ds.truth_dist = exact_kth_l2(base, queries)
+    log(f"{name}: exact neighbours in {time.perf_counter() - t0:.1f} s")
+    return ds
+
+
 def make_set(name):
     rng = np.random.default_rng([SEED, ALL_SETS.index(name)])
     scaled = lambda n: max(1000, int(round(n * SCALE)))  # noqa: E731
@@ -224,6 +251,8 @@ def make_set(name):
                          lists_scaled(env_list("CV_BENCH_LISTS_SYNTH1024", "500")), rng)
     if name == "fashion":
         return fashion(name, "l2", env_list("CV_BENCH_LISTS_FASHION", "100"))
+    if name == "fashion60k":
+        return fashion60k(name, env_list("CV_BENCH_LISTS_FASHION60K", "240"))
     if name == "fashion_cos":
         return fashion(name, "cosine", env_list("CV_BENCH_LISTS_FASHION", "100"))
     raise SystemExit(f"unknown set {name!r}; choose among {', '.join(ALL_SETS)}")
