@@ -9,7 +9,8 @@
 # are loaded into a plain table on the coordinator, items_ref, the
 # single-node reference, and into items, distributed over 4 shards by the
 # cluster column c (items_by_id: by id).  Checks:
-# - CREATE INDEX USING cvivf on items reaches every shard (each shard's index
+# - CREATE INDEX USING cvivf on items, REINDEX and REINDEX CONCURRENTLY
+#   reach every shard (each shard's index
 #   holds exactly its shard's rows; each worker's GPU worker built its two
 #   shards' indexes) and leaves the coordinator's shell index empty; on an
 #   empty distributed table it asks no node's GPU worker for work;
@@ -169,17 +170,21 @@ for my $i (0, 1)
 	is(gpu_builds($workers[$i]) - $builds_before[$i], 2,
 		'worker ' . ($i + 1) . "'s GPU worker built the indexes of its 2 shards");
 }
-my $per_shard = sql(
+my $per_shard_sql =
 	q{SELECT string_agg(r.success || ':' || (r.result = s.shard_rows::text), ',' ORDER BY r.shardid)
 	FROM run_command_on_shards('items', $$SELECT coalesce(sum(tuples), 0) FROM cvivf_lists(}
 	  . shard_index('items_ivf') . q{)$$) r
 	JOIN (SELECT shardid, count(*) AS shard_rows FROM items_ref,
 	      LATERAL (SELECT get_shard_id_for_distribution_column('items', items_ref.c) AS shardid) s
-	      GROUP BY shardid) s USING (shardid)});
-is($per_shard, 'true:true,true:true,true:true,true:true',
+	      GROUP BY shardid) s USING (shardid)};
+is(sql($per_shard_sql), 'true:true,true:true,true:true,true:true',
 	"every shard's cvivf index holds exactly its shard's rows");
 is(sql(q{SELECT coalesce(sum(tuples), 0) FROM cvivf_lists('items_ivf')}),
 	'0', "the coordinator's shell index holds no rows");
+sql(q{REINDEX INDEX items_ivf});
+sql(q{REINDEX INDEX CONCURRENTLY items_ivf});
+is(sql($per_shard_sql), 'true:true,true:true,true:true,true:true',
+	'after REINDEX and REINDEX CONCURRENTLY every shard\'s index still holds exactly its rows');
 
 # ---------------------------------------------------------------- empty shells
 
