@@ -284,6 +284,10 @@ is($recall{dist}{$all_lists}, 1, 'probing every list is exact');
 like($err, qr/cvsearch cannot read Citus distributed table "items"/,
 	'cvsearch on a distributed index is an error, not 0 rows');
 like($err, qr/HINT:.*run_command_on_shards/, 'with a hint naming the per-shard recipe');
+($rc, $out, $err) = cv_try_sql($workers[0],
+	qq{SELECT count(*) FROM cvsearch('items_ivf', ARRAY[$qv{1}], 10, 3)}, 300);
+like($err, qr/cvsearch cannot read Citus distributed table "items"/,
+	"cvsearch on a worker's shell of the index (Citus's metadata is synced there) is an error too");
 ($rc, $err) = try_sql(q{SELECT count(*) FROM cvsearch_exact('items', 'v', ARRAY(SELECT v FROM q), 10)});
 like($err, qr/cvsearch_exact cannot read Citus distributed table "items"/,
 	'cvsearch_exact on a distributed table is an error');
