@@ -63,6 +63,9 @@ my $all_lists = 20;    # the single node's default lists (rows / 1000); a shard'
 my $queries = 30;
 my $sigma = 6.0;    # clusters overlap: probes 1 finds about 80%
 my $base_port = $ENV{CV_CITUS_PORT} // 5530;
+# CUDA device of the coordinator, worker 1 and worker 2 (clustervec.gpu_device),
+# e.g. 0,0,1 on a host with two GPUs: each worker node owns one
+my @gpu_devices = split /,/, ($ENV{CV_CITUS_GPU_DEVICES} // '0,0,0');
 
 # ---------------------------------------------------------------- cluster
 
@@ -70,7 +73,7 @@ my $base_port = $ENV{CV_CITUS_PORT} // 5530;
 # 127.0.0.1 (Citus connects to its nodes by host name and port).
 sub citus_node
 {
-	my ($name, $port) = @_;
+	my ($name, $port, $device) = @_;
 	my $library = cv_gpu_library();
 	my $node = PostgreSQL::Test::Cluster->new($name, port => $port);
 
@@ -79,6 +82,7 @@ sub citus_node
 		'postgresql.conf', qq{
 shared_preload_libraries = 'citus, clustervec'
 clustervec.gpu_library = '\$libdir/$library'
+clustervec.gpu_device = $device
 listen_addresses = '127.0.0.1'
 max_worker_processes = 32
 max_parallel_workers_per_gather = 0
@@ -91,8 +95,8 @@ citus.log_remote_commands = off
 	return $node;
 }
 
-my $coord = citus_node('coordinator', $base_port);
-my @workers = map { citus_node("worker$_", $base_port + $_) } (1, 2);
+my $coord = citus_node('coordinator', $base_port, $gpu_devices[0]);
+my @workers = map { citus_node("worker$_", $base_port + $_, $gpu_devices[$_]) } (1, 2);
 
 for my $w (@workers)
 {
@@ -106,6 +110,10 @@ $coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port .
   for @workers;
 is($coord->safe_psql('postgres', 'SELECT count(*) FROM citus_get_active_worker_nodes()'),
 	'2', 'the coordinator has two active workers');
+note('GPU worker of each node: '
+	  . join('; ', map { $_->safe_psql('postgres',
+		"SELECT worker_state || ' ' || coalesce(backend, '') || ' ' || coalesce(device_name, '') FROM clustervec_gpu_info()") }
+		($coord, @workers)));
 
 sub sql { return cv_sql($coord, $_[0], 300); }
 
