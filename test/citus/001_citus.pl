@@ -151,8 +151,9 @@ is(sql(q{SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'i
 # ---------------------------------------------------------------- CREATE INDEX
 
 # The shard's cvivf or cvlattice index named $index, as a SQL expression
-# inside a run_command_on_shards command (%s: the shard; Citus names a
-# shard's index after the index and the shard id).
+# inside a run_command_on_shards command (whose format() puts the shard's
+# name for %1$s; Citus names a shard's index after the index and the shard
+# id, as it names the shard).
 sub shard_index
 {
 	my ($index) = @_;
