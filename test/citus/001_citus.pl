@@ -19,7 +19,7 @@
 #   'local') reaches the shards: recall@10 against exact search on
 #   items_ref grows with probes, is at least the single-node index's at the
 #   same probes and default lists (rows / 1000 per index) less 0.05, and is
-#   exact when every list is probed;
+#   exact when every list is probed; ALTER ROLE ... SET reaches them too;
 # - cvsearch, cvsearch_exact and clustervec_gpu_warm on the distributed
 #   table are errors with a hint (they would read the empty shell); on a
 #   plain table beside Citus they answer;
@@ -286,6 +286,35 @@ cmp_ok($recall{dist}{2}, '>=', 0.9, 'recall@10 at probes 2 is at least 0.9');
 cmp_ok($recall{dist}{1}, '<', $recall{dist}{$all_lists},
 	'SET LOCAL clustervec.probes reaches the shards (recall grows with probes)');
 is($recall{dist}{$all_lists}, 1, 'probing every list is exact');
+
+# ALTER ROLE ... SET reaches the workers too (Citus propagates it; sessions
+# opened afterwards, including the coordinator's connections to the shards,
+# start with it): a query whose answer at probes 1 differs from the
+# default's returns the probes-1 answer in a new session.
+sub distances
+{
+	my ($qid, $setting) = @_;
+	return sql(qq{
+BEGIN;
+SET LOCAL citus.propagate_set_commands = 'local';
+$setting
+SELECT string_agg(d::text, ',' ORDER BY d) FROM (SELECT v <-> $qv{$qid} AS d FROM items
+	ORDER BY v <-> $qv{$qid} LIMIT 10) s;
+COMMIT;
+});
+}
+my ($role_qid) = grep {
+	distances($_, 'SET LOCAL clustervec.probes = 1;') ne distances($_, '')
+} (1 .. $queries);
+SKIP:
+{
+	skip 'no query answers differently at probes 1', 1 unless defined $role_qid;
+	sql(q{ALTER ROLE CURRENT_USER SET clustervec.probes = 1});
+	my $by_role = distances($role_qid, '');
+	sql(q{ALTER ROLE CURRENT_USER RESET clustervec.probes});
+	is($by_role, distances($role_qid, 'SET LOCAL clustervec.probes = 1;'),
+		'ALTER ROLE ... SET clustervec.probes reaches the shards');
+}
 
 # ---------------------------------------------------------------- shells refused
 
