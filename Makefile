@@ -32,7 +32,7 @@ KMEANS_OBJS = src/kmeans/input.o src/kmeans/run.o src/kmeans/sql.o
 GPU_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/gpu/*.c)))
 WORKER_OBJS = src/worker/shmem.o src/worker/worker.o src/worker/buffers.o \
 	src/worker/mirror_store.o src/worker/mirror_observe.o
-OBJS = src/clustervec.o src/access.o src/math_backend.o $(TYPE_OBJS) $(IVF_OBJS) $(LATTICE_OBJS) $(HEALTH_OBJS) \
+OBJS = src/clustervec.o src/access.o src/citus.o src/math_backend.o $(TYPE_OBJS) $(IVF_OBJS) $(LATTICE_OBJS) $(HEALTH_OBJS) \
 	$(SEARCH_OBJS) $(KMEANS_OBJS) \
 	$(GPU_OBJS) $(WORKER_OBJS) $(MATH_OBJS)
 

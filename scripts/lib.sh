@@ -47,7 +47,7 @@ CV_DEB_PACKAGES=(
 )
 
 # Variables passed through to commands run as the PostgreSQL user, when set.
-CV_PASS_ENV=(CI CV_TEST_SEED PROVE_FLAGS PG_TEST_EXTRA NVCC CUDA CUDA_HOME CUDA_PATH)
+CV_PASS_ENV=(CI CV_TEST_SEED PROVE_FLAGS PG_TEST_EXTRA NVCC CUDA CUDA_HOME CUDA_PATH CV_CITUS_PORT)
 
 cv_log() { printf '[clustervec] %s\n' "$*"; }
 cv_warn() { printf '[clustervec] WARNING: %s\n' "$*" >&2; }

@@ -8,7 +8,8 @@
 #
 # Suites: pg_regress (make installcheck), TAP (test/t/*.pl, run by make
 # installcheck when the Makefile sets TAP_TESTS), the C unit tests
-# (make -C test/math run), the GPU library's API tests against the CPU shim
+# (make -C test/math run), the Citus suite (test/citus, where Citus is
+# installed: suite_citus), the GPU library's API tests against the CPU shim
 # (cuda/tests), the numeric tests (test/numeric/test_*.py, with
 # Debian's /usr/bin/python3) and the Python client's tests (python/tests);
 # then, each with a build and a server of its own, scripts/sanitize.sh
@@ -214,6 +215,63 @@ suite_demo() {
 	fi
 }
 
+# The Citus suite (test/citus, issue 17), against the PostgreSQL that has
+# Citus: the install root CLUSTERVEC_CITUS_PGROOT names (a private copy of
+# PostgreSQL 15 with Citus built into it, README "Citus"), else this
+# PostgreSQL when its pkglibdir holds citus.so.  Prints its pg_config, or
+# nothing when there is no Citus.
+citus_pg_config() {
+	local pg_config=$PG_CONFIG
+	if [ -n "${CLUSTERVEC_CITUS_PGROOT:-}" ]; then
+		pg_config="${CLUSTERVEC_CITUS_PGROOT}/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config"
+	fi
+	if [ -x "$pg_config" ] && [ -f "$("$pg_config" --pkglibdir)/citus.so" ]; then
+		printf '%s' "$pg_config"
+	fi
+}
+
+# A coordinator and two workers of the suite's own (ports 5530-5532, data
+# under the work folder); clustervec is installed into Citus's PostgreSQL
+# first when that is another root.  Without Citus: one line, no tally (CI).
+suite_citus() {
+	local pg_config pgxs log="${CV_WORK}/citus.log" rc=0 counts pass fail tests skips f files=()
+	pg_config=$(citus_pg_config)
+	if [ -z "$pg_config" ]; then
+		cv_log "citus (test/citus): skipped, Citus is not installed (no citus.so in $("$PG_CONFIG" --pkglibdir); CLUSTERVEC_CITUS_PGROOT names a root that has it)"
+		return 0
+	fi
+	cv_header "Citus: prove test/citus against $(dirname "$pg_config")"
+	if [ "$pg_config" != "$PG_CONFIG" ]; then
+		if ! cv_run_here "$CV_SRC" make install PG_CONFIG="$pg_config" >"${CV_WORK}/citus-install.log" 2>&1; then
+			cv_tally "citus (test/citus)" 0 1 "make install into $(dirname "$pg_config") failed"
+			return 0
+		fi
+		if cv_is_root; then
+			chown -R "$CV_OS_USER": "$CV_SRC"
+		fi
+	fi
+	for f in "${CV_SRC}"/test/citus/*.pl; do
+		files+=("test/citus/$(basename "$f")")
+	done
+	run_as_pg rm -rf "${CV_WORK}/citus"
+	run_as_pg mkdir -p "${CV_WORK}/citus"
+	# what PGXS's prove_installcheck sets, with the test data in the work folder
+	pgxs="$("$pg_config" --pkglibdir)/pgxs/src"
+	run_logged "$log" env PATH="$("$pg_config" --bindir):$(cv_pg_path)" TESTDIR="${CV_WORK}/citus" \
+		PG_REGRESS="${pgxs}/test/regress/pg_regress" \
+		prove -I "${pgxs}/test/perl" -I test/t "${files[@]}" || rc=$?
+	counts=$(parse_prove "$log")
+	if [ -z "$counts" ]; then
+		cv_tally "citus (test/citus)" 0 1 "prove did not run: exit status ${rc}"
+		return 0
+	fi
+	read -r pass fail <<<"$counts"
+	[ "$rc" = 0 ] || [ "$fail" != 0 ] || fail=1
+	tests=$(grep -aoE '^Files=[0-9]+, Tests=[0-9]+' "$log" | sed -E 's/.*Tests=//' || true)
+	skips=$(prove_skips "$log")
+	cv_tally "citus (test/citus)" "$pass" "$fail" "${tests:-0} tests${skips:+; skipped: $skips}"
+}
+
 main() {
 	cv_init test 5497
 	cv_tally_begin "test.sh" suite "Summary" suite
@@ -243,6 +301,7 @@ main() {
 	cv_start_server
 
 	suite_regress_and_tap
+	suite_citus
 	suite_math
 	suite_cuda_api
 	suite_numeric

@@ -29,6 +29,7 @@
 #include "utils/snapmgr.h"
 
 #include "access.h"
+#include "citus.h"
 #include "gpu/gpu.h"
 #include "ivf/ivf.h"
 #include "ivf/mirror.h"
@@ -38,6 +39,11 @@
 PG_FUNCTION_INFO_V1(cvsearch);
 PG_FUNCTION_INFO_V1(clustervec_gpu_warm);
 PG_FUNCTION_INFO_V1(clustervec_gpu_mirrors);
+
+/* The way to search a Citus distributed table, for the error on its empty shell. */
+#define SHARDS_HINT \
+	"ORDER BY ... LIMIT k on the table searches every shard and merges; for a batch, " \
+	"call cvsearch on each shard's index through run_command_on_shards (README, \"Citus\")."
 
 typedef struct BatchSearch
 {
@@ -324,6 +330,7 @@ cvsearch(PG_FUNCTION_ARGS)
 				 errmsg("probes must be at least 1")));
 	s.index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvsearch", &s.heap,
 								   &s.lattice);
+	cv_citus_refuse_shell(RelationGetRelid(s.heap), "cvsearch", SHARDS_HINT);
 	s.vector_attno = s.lattice ? cvlattice_vector_column(s.index) + 1 : 1;
 	cvivf_read_meta(s.index, &s.meta);
 	if (PG_ARGISNULL(3))
@@ -362,6 +369,8 @@ clustervec_gpu_warm(PG_FUNCTION_ARGS)
 	CvGpuError	error = {0};
 	bool		ready;
 
+	cv_citus_refuse_shell(RelationGetRelid(heap), "clustervec_gpu_warm",
+						  "Warm each shard's index on its node, through run_command_on_shards (README, \"Citus\").");
 	if (!cv_gpu_should_use())
 	{
 		ereport(NOTICE,

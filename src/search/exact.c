@@ -24,6 +24,7 @@
 #include "utils/snapmgr.h"
 
 #include "access.h"
+#include "citus.h"
 #include "math/distance.h"
 #include "gpu/gpu.h"
 #include "search/topk.h"
@@ -191,6 +192,10 @@ open_source(Oid relid)
 	cv_check_select(relid);
 	cv_check_row_security(relid, "cvsearch_exact");
 	rel = table_open(relid, AccessShareLock);
+	cv_citus_refuse_shell(relid, "cvsearch_exact",
+						  "ORDER BY vector_column <-> query LIMIT k on the table, without an index scan, "
+						  "searches every shard exactly and merges; or call cvsearch_exact on each shard "
+						  "through run_command_on_shards (README, \"Citus\").");
 	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
