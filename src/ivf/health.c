@@ -37,6 +37,7 @@
 #include "utils/rel.h"
 
 #include "access.h"
+#include "citus.h"
 #include "ivf/ivf.h"
 #include "lattice/lattice.h"
 
@@ -342,6 +343,8 @@ cvivf_health(PG_FUNCTION_ARGS)
 		elog(ERROR, "cvivf_health must return a row");
 	index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_health", &heap,
 								 &h.lattice);
+	cv_citus_refuse_shell(RelationGetRelid(heap), "cvivf_health",
+						  "Call it on each shard through run_command_on_shards, which runs it where the rows are (README, \"Citus\").");
 	cvivf_read_meta(index, &meta);
 	h.exact = PG_GETARG_BOOL(1);
 	h.lists = meta.lists;

@@ -34,6 +34,7 @@
 #include "utils/snapmgr.h"
 
 #include "access.h"
+#include "citus.h"
 #include "ivf/ivf.h"
 #include "lattice/lattice.h"
 #include "search/topk.h"
@@ -413,6 +414,8 @@ cvivf_recall(PG_FUNCTION_ARGS)
 	check_arguments(&r);
 	r.index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_recall", &r.heap,
 								   &r.lattice);
+	cv_citus_refuse_shell(RelationGetRelid(r.heap), "cvivf_recall",
+						  "Call it on each shard through run_command_on_shards, which runs it where the rows are (README, \"Citus\").");
 	find_vector_column(&r);
 	cvivf_read_meta(r.index, &r.meta);
 	r.dims = r.meta.dimensions;

@@ -21,6 +21,7 @@
 #include "utils/snapmgr.h"
 
 #include "access.h"
+#include "citus.h"
 #include "kmeans/kmeans.h"
 #include "math/distance.h"
 #include "type/cvec.h"
@@ -46,6 +47,8 @@ open_source(const KmeansRequest *request)
 	cv_check_select(request->relid);
 	cv_check_row_security(request->relid, request->function);
 	rel = table_open(request->relid, AccessShareLock);
+	cv_citus_refuse_shell(request->relid, request->function,
+						  "k-means over a distributed table needs its rows in one place: CREATE TABLE AS SELECT them first.");
 	if (rel->rd_rel->relkind != RELKIND_RELATION && rel->rd_rel->relkind != RELKIND_MATVIEW)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

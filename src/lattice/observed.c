@@ -25,6 +25,7 @@
 #include "utils/rel.h"
 
 #include "access.h"
+#include "citus.h"
 #include "gpu/gpu.h"
 #include "ivf/mirror.h"
 #include "lattice/lattice.h"
@@ -174,6 +175,8 @@ cluster_health_observed(PG_FUNCTION_ARGS)
 	int64	   *cluster;
 	int			mirror;
 
+	cv_citus_refuse_shell(RelationGetRelid(heap), "cluster_health_observed",
+						  "Call it on each shard through run_command_on_shards, which runs it where the rows are (README, \"Citus\").");
 	InitMaterializedSRF(fcinfo, 0);
 	cvivf_read_meta(index, &meta);
 	mirror = current_mirror(index, &meta, "cluster_health_observed", &key);
@@ -220,6 +223,8 @@ cluster_health_observed_reset(PG_FUNCTION_ARGS)
 	CvGpuError	error = {0};
 	int			mirror;
 
+	cv_citus_refuse_shell(RelationGetRelid(heap), "cluster_health_observed_reset",
+						  "Call it on each shard through run_command_on_shards, which runs it where the rows are (README, \"Citus\").");
 	cvivf_read_meta(index, &meta);
 	mirror = current_mirror(index, &meta, "cluster_health_observed_reset", &key);
 	if (mirror >= 0 && !cv_gpu_mirror_observed_reset(mirror, &key, &error))
