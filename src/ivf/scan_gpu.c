@@ -22,6 +22,26 @@
 
 #define FIRST_WIDTH 64
 
+/*
+ * Rows asked for first: FIRST_WIDTH, or CLUSTERVEC_GPU_FIRST_WIDTH from the
+ * server's environment (1 to CV_GPU_SEARCH_MAX_K), for benchmarks that
+ * weigh a smaller first answer against a second round trip.
+ */
+static int
+first_width(void)
+{
+	static int	width = 0;
+
+	if (width == 0)
+	{
+		const char *env = getenv("CLUSTERVEC_GPU_FIRST_WIDTH");
+		int			wanted = env != NULL ? atoi(env) : 0;
+
+		width = wanted >= 1 && wanted <= CV_GPU_SEARCH_MAX_K ? wanted : FIRST_WIDTH;
+	}
+	return width;
+}
+
 struct CvIvfGpuScan
 {
 	Relation	index;
@@ -164,7 +184,7 @@ cvivf_gpu_scan_next(CvIvfGpuScan *scan, ItemPointer tid, double *distance)
 {
 	if (scan->width == 0)
 	{
-		if (!fetch(scan, FIRST_WIDTH))
+		if (!fetch(scan, first_width()))
 			return CVIVF_GPU_GIVE_UP;
 		cv_gpu_count_served(CV_GPU_SERVED_SEARCH);
 	}
