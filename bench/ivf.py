@@ -619,9 +619,10 @@ def first_at(runs, target):
     return None
 
 
-def qps_at(runs, target, clients=None):
+def qps_at(runs, target, clients=None, pick=None):
     """QPS at a recall target, interpolated linearly in log(QPS) between settings."""
-    pick = (lambda r: r["qps"]) if clients is None else (lambda r: r["clients"][str(clients)])
+    if pick is None:
+        pick = (lambda r: r["qps"]) if clients is None else (lambda r: r["clients"][str(clients)])
     pts = sorted((r["recall"], np.log(pick(r))) for r in runs)
     for (r0, q0), (r1, q1) in zip(pts, pts[1:]):
         if r0 <= target <= r1:
@@ -636,8 +637,10 @@ def report_vs_hnsw(res):
     targets = [(0.95, None), (0.99, None)] + [(0.95, c) for c in CLIENTS]
     head = " | ".join(f"QPS at {t}{'' if c is None else f', {c} clients'} | x hnsw"
                       for t, c in targets)
-    out(f"| index | parameters | build s | size / raw floats | {head} | build x faster than hnsw |")
-    out("|---|---|---:|---:|" + "---:|---:|" * len(targets) + "---:|")
+    out(f"| index | parameters | build s | size / raw floats | {head} | backend CPU ms/query "
+        f"at 0.95 | hnsw's / this | build x faster than hnsw |")
+    out("|---|---|---:|---:|" + "---:|---:|" * len(targets) + "---:|---:|---:|")
+    cpu = lambda r: r["cpu_ms"]  # noqa: E731
     for e in res["entries"]:
         cells = []
         for target, clients in targets:
@@ -645,6 +648,10 @@ def report_vs_hnsw(res):
             r = qps_at(ref["runs"], target, clients) if ref else None
             cells.append(f"{q:.0f}" if q else "-")
             cells.append(f"{q / r:.2f}x" if q and r else "-")
+        c = qps_at(e["runs"], 0.95, pick=cpu)
+        rc = qps_at(ref["runs"], 0.95, pick=cpu) if ref else None
+        cells.append(f"{c:.2f}" if c else "-")
+        cells.append(f"{rc / c:.2f}x" if c and rc else "-")
         faster = f"{ref['build_s'] / e['build_s']:.1f}x" if ref else "-"
         out(f"| {e['kind']} | {e['params']} | {e['build_s']:.1f} | {e['size'] / e['raw']:.2f} | "
             f"{' | '.join(cells)} | {faster} |")
@@ -706,7 +713,16 @@ def report_set(res):
     out()
 
 
+def report_json(path):
+    """Prints the tables of a CV_BENCH_JSON file again (python3 bench/ivf.py --report FILE)."""
+    with open(path) as f:
+        for res in json.load(f):
+            report_set(res)
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--report":
+        return report_json(sys.argv[2])
     sets = [s.strip() for s in os.environ.get("CV_BENCH_SETS", ",".join(ALL_SETS)).split(",")
             if s.strip()]
     conn = psycopg2.connect("")
