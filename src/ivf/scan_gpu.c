@@ -2,7 +2,8 @@
  * scan_gpu.c: ordered index scans over the index's mirror in the GPU worker.
  *
  * The access method is not told the LIMIT, so the scan asks the worker for
- * the best 64 rows of the probed lists, returns them (merged with rows
+ * the best 16 rows of the probed lists (enough for the usual LIMIT 10;
+ * 64 cost a single query 0.06 ms more on the H200), returns them (merged with rows
  * inserted after the mirror), and asks again for four times as many when
  * the executor wants more, skipping what it returned by distance and
  * identity (rows inserted into the lists meanwhile may come before them in
@@ -20,7 +21,7 @@
 #include "ivf/scan_gpu.h"
 #include "ivf/scan_report.h"
 
-#define FIRST_WIDTH 64
+#define FIRST_WIDTH 16
 
 /*
  * Rows asked for first: FIRST_WIDTH, or CLUSTERVEC_GPU_FIRST_WIDTH from the

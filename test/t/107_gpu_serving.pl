@@ -61,7 +61,7 @@ is(sql("SELECT count(*) FROM clustervec_gpu_mirrors()"), '2', 'both indexes are 
 my $explain = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
   . "SELECT id FROM s ORDER BY v <-> (SELECT v FROM s WHERE id = 7) LIMIT 10";
 like(sql("SET enable_seqscan = off; $explain"),
-	qr/clustervec: 1 index scan on the GPU worker \(1 answer, 64 candidates\)/,
+	qr/clustervec: 1 index scan on the GPU worker \(1 answer, 16 candidates\)/,
 	'EXPLAIN ANALYZE: the GPU worker served the index scan');
 like(sql("SET enable_seqscan = off; SET clustervec.gpu = off; $explain"),
 	qr/clustervec: 1 index scan on the CPU: clustervec.gpu is off/,
