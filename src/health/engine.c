@@ -561,8 +561,13 @@ health_run(HealthRun *run)
 	run->started = run->last_report = GetCurrentTimestamp();
 	run->k = 0;
 	install_math_hooks();
-	/* the GPU passes number clusters as the chunks do, not as a shard's global set */
-	run->use_gpu = run->input.rows > 0 && run->external == NULL && cv_gpu_should_use();
+	/*
+	 * A shard's rounds stay on the CPU: the GPU passes number clusters as the
+	 * chunks do, not as the table's set, and round 2 checks round 1's
+	 * centroids bit for bit.
+	 */
+	run->use_gpu = run->input.rows > 0 && run->external == NULL &&
+		run->families != HEALTH_FAMILY_CENTROIDS && cv_gpu_should_use();
 	if (run->input.rows > 0)
 	{
 		for_each_chunk(run, true, centroid_pass);

@@ -29,6 +29,13 @@
 # - cluster_health (items and items_by_id), cluster_health_query and
 #   cluster_health_summary equal items_ref's within STATISTICS.md's
 #   tolerances (and the comparison sees a changed parameter);
+# - on items (distributed by the cluster c, clusters on both workers)
+#   cluster_health runs on the shards: a DEBUG1 line, and each of the two
+#   shard functions called once per shard on the workers
+#   (pg_stat_user_functions); items_by_id calls none; its rows and
+#   cluster_health_summary equal the single node's bit for bit (CPU), with
+#   and without an order column, integer and text labels; a shard sent a
+#   set that does not match its clusters refuses;
 # - cluster_stats GROUP BY the distribution column runs on the shards, GROUP
 #   BY another expression as partial states combined at the coordinator;
 #   both equal items_ref's;
@@ -553,6 +560,11 @@ my ($rc_rank, $rank_notice) = try_sql(q{SET clustervec.gpu = off;
 	SELECT count(*) FROM cluster_health('items', 'c', 'v', rank_max_members => 10, progress => false)});
 like($rank_notice, qr/effective_rank is NULL for $clusters clusters of more than 10 members/,
 	'the refusal NOTICE counts the clusters refused on the shards');
+like(sql(q{SELECT string_agg(DISTINCT result, ' ') FROM run_command_on_shards('items',
+	$$SELECT cluster_health_shard('%s', 'c', 'v', NULL, '{0}', '{1}', '{0}', '{0}', '{0,0}',
+	   2.0, 0.95, 5, 256, 20, 2000, false, false)$$)}),
+	qr/rows of the shard changed while cluster_health read it/,
+	'a shard whose clusters are not those of the set it is sent refuses');
 my ($rc_col, $col_err) = try_sql(q{SELECT count(*) FROM cluster_health('items', 'c', 'nope', progress => false)});
 like($col_err, qr/column "nope" \(the vector column\) does not exist in relation "items"/,
 	'a missing column is named at the coordinator');
