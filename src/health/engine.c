@@ -554,7 +554,10 @@ run_second_pass(HealthRun *run)
 		for_each_chunk(run, false, second_pass);
 }
 
-/* Runs both passes (pass 1 only for HEALTH_FAMILY_CENTROIDS); run->clusters then holds one row per cluster. */
+/*
+ * Runs both passes (pass 1 only for HEALTH_FAMILY_CENTROIDS); run->clusters
+ * then holds one row per cluster.
+ */
 void
 health_run(HealthRun *run)
 {

@@ -100,7 +100,8 @@ run_table(FunctionCallInfo fcinfo, HealthRun *run)
 	label = NameStr(*PG_GETARG_NAME(1));
 	vector = NameStr(*PG_GETARG_NAME(2));
 	order = PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3));
-	if (health_run_distributed(run, get_func_namespace(fcinfo->flinfo->fn_oid), relid, label, vector, order))
+	if (health_run_distributed(run, get_func_namespace(fcinfo->flinfo->fn_oid), relid,
+							   label, vector, order))
 		return;
 	health_read_table(&run->input, relid, label, vector, order);
 	health_run(run);

@@ -102,7 +102,8 @@ extern void health_report_notices(const HealthRun *run);
 extern void health_append_double(StringInfo out, double x);
 
 /* distributed.c */
-extern bool health_run_distributed(HealthRun *run, Oid schema, Oid relid, const char *label_column,
-								   const char *vector_column, const char *order_column);
+extern bool health_run_distributed(HealthRun *run, Oid schema, Oid relid,
+								   const char *label_column, const char *vector_column,
+								   const char *order_column);
 
 #endif

@@ -28,7 +28,10 @@
 PG_FUNCTION_INFO_V1(cluster_health_shard_centroids);
 PG_FUNCTION_INFO_V1(cluster_health_shard);
 
-/* A double that reads back bit for bit; JSON has no infinity, so it is quoted as float8in spells it. */
+/*
+ * A double that reads back bit for bit; JSON has no infinity, so it is
+ * quoted as float8in spells it.
+ */
 void
 health_append_double(StringInfo out, double x)
 {

@@ -565,6 +565,12 @@ like(sql(q{SELECT string_agg(DISTINCT result, ' ') FROM run_command_on_shards('i
 	   2.0, 0.95, 5, 256, 20, 2000, false, false)$$)}),
 	qr/rows of the shard changed while cluster_health read it/,
 	'a shard whose clusters are not those of the set it is sent refuses');
+# a role with SELECT only: the rounds run as it on the workers
+sql(q{CREATE ROLE cv_reader LOGIN; GRANT SELECT ON items TO cv_reader});
+is(sql(q{SET ROLE cv_reader; SELECT count(*) FROM cluster_health('items', 'c', 'v', progress => false)}),
+	$clusters, 'a role with SELECT on the table runs it on the shards');
+my ($rc_priv, $priv_err) = try_sql(q{SET ROLE cv_reader; SELECT count(*) FROM cluster_health('items_t', 'ct', 'v', progress => false)});
+like($priv_err, qr/permission denied for table items_t/, 'and one without it is refused at the coordinator');
 my ($rc_col, $col_err) = try_sql(q{SELECT count(*) FROM cluster_health('items', 'c', 'nope', progress => false)});
 like($col_err, qr/column "nope" \(the vector column\) does not exist in relation "items"/,
 	'a missing column is named at the coordinator');

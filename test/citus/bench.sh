@@ -128,6 +128,8 @@ q $p_single -c "CREATE EXTENSION clustervec" -c "$table"
 load $p_single
 timed $p_single "CREATE INDEX" "CREATE INDEX items_ivf ON items USING cvivf (v) WITH (seed = 7)"
 timed $p_single "cluster_health" "CREATE TABLE h AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
+timed $p_single "cluster_health on the CPU (clustervec.gpu = off, as the shards run it)" \
+	"SET clustervec.gpu = off; CREATE TABLE hc AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
 q $p_single -c "SELECT 'GPU worker (' || backend || '): index builds ' || index_builds || ', health runs ' || health_runs FROM clustervec_gpu_info()"
 q $p_single -c "CREATE TABLE queries AS SELECT row_number() OVER () AS qid, v::cvec($dims) AS v FROM (SELECT unnest(string_to_array(pg_read_file('$base/data.queries'), E'\n')) v) s WHERE v <> ''" \
 	-c "CREATE TABLE truth AS SELECT e.query_no AS qid, i.id FROM cvsearch_exact('items', 'v', (SELECT array_agg(v ORDER BY qid) FROM queries WHERE qid <= 100), 10) e JOIN items i ON i.ctid = e.tid"
