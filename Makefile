@@ -25,7 +25,7 @@ LATTICE_OBJS = src/lattice/handler.o src/lattice/labels.o src/lattice/page.o src
 	src/lattice/build.o src/lattice/insert.o src/lattice/vacuum.o src/lattice/scan.o \
 	src/lattice/validate.o src/lattice/introspect.o src/lattice/observed.o
 HEALTH_OBJS = src/health/source.o src/health/engine.o src/health/functions.o \
-	src/health/aggregate.o src/health/gpu_passes.o
+	src/health/aggregate.o src/health/gpu_passes.o src/health/shard.o src/health/distributed.o
 SEARCH_OBJS = src/search/topk.o src/search/exact.o src/search/cvsearch.o
 KMEANS_OBJS = src/kmeans/input.o src/kmeans/run.o src/kmeans/sql.o
 # the backend's side of the GPU seam (gpu.h), and the worker process

@@ -404,6 +404,25 @@ CREATE FUNCTION cluster_health_summary(
 	OUT cohesion float8, OUT centroid_silhouette float8)
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
 
+-- The two rounds of cluster_health on a Citus table distributed by its
+-- cluster column, as each shard runs them (README "Citus"): pass 1 of the
+-- shard's clusters, then every statistic against the table's centroid set
+-- (labels, n, mean_dist, mean_norm and centroids in label order).  Each
+-- answers one JSON text; cluster_health calls them, users need not.
+CREATE FUNCTION cluster_health_shard_centroids(
+	source regclass, cluster_column name, vector_column name, order_column name)
+	RETURNS text
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
+
+CREATE FUNCTION cluster_health_shard(
+	source regclass, cluster_column name, vector_column name, order_column name,
+	labels text[], n int8[], mean_dist float8[], mean_norm float8[], centroids float8[],
+	outlier_z float8, dup_cos float8, neighbours int,
+	sigma_bins int, entropy_bins int, rank_max_members int,
+	progress boolean, summary boolean)
+	RETURNS text
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL RESTRICTED;
+
 -- k-means over every row of a table's vector column (NULL vectors skipped):
 -- k-means++ seeds from the seeded PRNG and Lloyd, as an index build trains
 -- ('ip' and 'cosine': spherical k-means on the rows' directions); on the GPU

@@ -17,15 +17,74 @@
 #include "access/genam.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/htup_details.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
+#include "nodes/primnodes.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 
 #include "citus.h"
 
 /* pg_dist_partition.logicalrelid, the table (regclass, an oid) */
 #define CV_DIST_PARTITION_RELID 1
+/* pg_dist_partition.partmethod: 'h' for a table hash-distributed by a column */
+#define CV_DIST_PARTITION_METHOD 2
+/* pg_dist_partition.partkey: that column, as the text of a Var node */
+#define CV_DIST_PARTITION_KEY 3
+
+/* The column a pg_dist_partition row hash-distributes by, or NULL. */
+static char *
+hash_column(HeapTuple row, TupleDesc desc, Oid relid)
+{
+	bool		isnull;
+	Datum		method = heap_getattr(row, CV_DIST_PARTITION_METHOD, desc, &isnull);
+	Datum		key;
+	Node	   *node;
+
+	if (isnull || DatumGetChar(method) != 'h')
+		return NULL;
+	key = heap_getattr(row, CV_DIST_PARTITION_KEY, desc, &isnull);
+	if (isnull)
+		return NULL;
+	node = stringToNode(TextDatumGetCString(key));
+	if (!IsA(node, Var))
+		return NULL;
+	return get_attname(relid, ((Var *) node)->varattno, true);
+}
+
+/*
+ * The column by which Citus hash-distributes relid, or NULL when relid is
+ * not such a table (a local, reference or single-shard table, or no Citus).
+ */
+char *
+cv_citus_distribution_column(Oid relid)
+{
+	Oid			catalog;
+	Relation	partitions;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	row;
+	char	   *column = NULL;
+
+	if (!OidIsValid(get_extension_oid("citus", true)))
+		return NULL;
+	catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	if (!OidIsValid(catalog))
+		return NULL;
+	partitions = table_open(catalog, AccessShareLock);
+	ScanKeyInit(&key, CV_DIST_PARTITION_RELID, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(partitions, InvalidOid, false, NULL, 1, &key);
+	row = systable_getnext(scan);
+	if (HeapTupleIsValid(row))
+		column = hash_column(row, RelationGetDescr(partitions), relid);
+	systable_endscan(scan);
+	table_close(partitions, AccessShareLock);
+	return column;
+}
 
 /*
  * Whether Citus has relid in its metadata.  Without the citus extension in

@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 extern bool cv_citus_is_distributed(Oid relid);
+extern char *cv_citus_distribution_column(Oid relid);
 extern void cv_citus_refuse_shell(Oid relid, const char *function, const char *hint);
 
 #endif							/* CV_CITUS_H */

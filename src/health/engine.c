@@ -272,10 +272,10 @@ register_table_cleanup(Globals *globals)
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
 }
 
+/* The centroid set of this run's own clusters. */
 static void
-prepare_globals(HealthRun *run)
+own_centroid_set(HealthRun *run, CvCentroidSet *set)
 {
-	Globals    *globals = palloc0(sizeof(Globals));
 	int			d = run->input.dimensions;
 	double	   *centroids = palloc_extended(sizeof(double) * d * run->k, MCXT_ALLOC_HUGE);
 	int64	   *n = palloc(sizeof(int64) * run->k);
@@ -289,12 +289,77 @@ prepare_globals(HealthRun *run)
 		mean_dist[i] = run->clusters[i].stats.value[CV_STAT_MEAN_DIST];
 		mean_norm[i] = run->clusters[i].stats.value[CV_STAT_MEAN_NORM];
 	}
-	globals->set.k = run->k;
-	globals->set.d = d;
-	globals->set.centroids = centroids;
-	globals->set.n = n;
-	globals->set.mean_dist = mean_dist;
-	globals->set.mean_norm = mean_norm;
+	set->k = run->k;
+	set->d = d;
+	set->centroids = centroids;
+	set->n = n;
+	set->mean_dist = mean_dist;
+	set->mean_norm = mean_norm;
+}
+
+/* Whether cluster i of this shard has the label of cluster j of the table. */
+static bool
+is_global_cluster(const HealthRun *run, int64 i, int64 j)
+{
+	const HealthGlobalSet *g = run->external;
+	const HealthCluster *c = &run->clusters[i];
+
+	return same_label(run, c->label, g->labels[j]);
+}
+
+static void
+refuse_changed_rows(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("rows of the shard changed while cluster_health read it"),
+			 errhint("Run cluster_health again.")));
+}
+
+/*
+ * The shard path: every cluster of the table is the set, and each of this
+ * shard's clusters gets its number in it.  Both lists are in label order,
+ * so one walk finds them.  A cluster must have the members the coordinator
+ * saw (n and centroid bit for bit): the rows may have changed between the
+ * two rounds, which run in separate transactions.
+ */
+static void
+external_centroid_set(HealthRun *run, CvCentroidSet *set)
+{
+	const HealthGlobalSet *g = run->external;
+	int			d = run->input.dimensions;
+	int64		j = 0;
+
+	if (g->d != d)
+		refuse_changed_rows();
+	run->global_index = palloc(sizeof(int64) * Max(run->k, 1));
+	for (int64 i = 0; i < run->k; i++)
+	{
+		while (j < g->k && !is_global_cluster(run, i, j))
+			j++;
+		if (j == g->k || g->n[j] != run->clusters[i].n ||
+			memcmp(g->centroids + j * d, run->clusters[i].centroid, sizeof(double) * d) != 0)
+			refuse_changed_rows();
+		run->global_index[i] = j;
+	}
+	set->k = g->k;
+	set->d = d;
+	set->centroids = g->centroids;
+	set->n = g->n;
+	set->mean_dist = g->mean_dist;
+	set->mean_norm = g->mean_norm;
+}
+
+static void
+prepare_globals(HealthRun *run)
+{
+	Globals    *globals = palloc0(sizeof(Globals));
+	int			d = run->input.dimensions;
+
+	if (run->external)
+		external_centroid_set(run, &globals->set);
+	else
+		own_centroid_set(run, &globals->set);
 	globals->global = palloc(sizeof(double) * d);
 	cv_health_global_centroid(&globals->set, globals->global);
 	globals->global_mean_norm = cv_health_global_mean_norm(&globals->set);
@@ -400,7 +465,8 @@ cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
 
 	cv_health_finish_centroid(cluster->centroid, globals->global, globals->global_mean_norm,
 							  d, stats);
-	cv_health_neighbour(x, n, d, index, &globals->set, &globals->table, stats);
+	cv_health_neighbour(x, n, d, run->external ? run->global_index[index] : index,
+						&globals->set, &globals->table, stats);
 	if (run->families == HEALTH_FAMILY_SUMMARY)
 		return;
 	side = palloc(Max(n, 1));
@@ -411,7 +477,7 @@ cluster_pass(HealthRun *run, int64 index, const float *x, int64 n)
 				 errmsg("out of memory computing the statistics of a cluster of %lld members",
 						(long long) n)));
 	pfree(side);
-	cv_health_potential(x, n, d, cluster->centroid, run->k, stats);
+	cv_health_potential(x, n, d, cluster->centroid, globals->set.k, stats);
 	if (rank_interruptibly(run, x, n, cluster->centroid, stats) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -477,22 +543,39 @@ second_pass(HealthRun *run, Chunk *chunk)
 	}
 }
 
-/* Runs both passes; run->clusters then holds one row per cluster. */
+/* Pass 2 over every cluster, after the centroid set is known. */
+static void
+run_second_pass(HealthRun *run)
+{
+	prepare_globals(run);
+	if (run->use_gpu && health_gpu_members_pass_kept(run))
+		finish_whole_input(run);
+	else
+		for_each_chunk(run, false, second_pass);
+}
+
+/*
+ * Runs both passes (pass 1 only for HEALTH_FAMILY_CENTROIDS); run->clusters
+ * then holds one row per cluster.
+ */
 void
 health_run(HealthRun *run)
 {
 	run->started = run->last_report = GetCurrentTimestamp();
 	run->k = 0;
 	install_math_hooks();
-	run->use_gpu = run->input.rows > 0 && cv_gpu_should_use();
+	/*
+	 * A shard's rounds stay on the CPU: the GPU passes number clusters as the
+	 * chunks do, not as the table's set, and round 2 checks round 1's
+	 * centroids bit for bit.
+	 */
+	run->use_gpu = run->input.rows > 0 && run->external == NULL &&
+		run->families != HEALTH_FAMILY_CENTROIDS && cv_gpu_should_use();
 	if (run->input.rows > 0)
 	{
 		for_each_chunk(run, true, centroid_pass);
-		prepare_globals(run);
-		if (run->use_gpu && health_gpu_members_pass_kept(run))
-			finish_whole_input(run);
-		else
-			for_each_chunk(run, false, second_pass);
+		if (run->families != HEALTH_FAMILY_CENTROIDS)
+			run_second_pass(run);
 	}
 	health_gpu_release(run);
 	if (run->gpu_served)

@@ -10,6 +10,7 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 
 #include "health/health_sql.h"
 
@@ -54,8 +55,8 @@ check_range(bool ok, const char *name, const char *range)
 }
 
 /* Reads outlier_z .. progress starting at argument first, checking STATISTICS.md's ranges. */
-static void
-read_parameters(FunctionCallInfo fcinfo, int first, HealthRun *run)
+void
+health_read_parameters(FunctionCallInfo fcinfo, int first, HealthRun *run)
 {
 	CvHealthParams *p = &run->params;
 	static const char *const names[] = {"outlier_z", "dup_cos", "neighbours", "sigma_bins",
@@ -80,21 +81,35 @@ read_parameters(FunctionCallInfo fcinfo, int first, HealthRun *run)
 	check_range(p->rank_max_members >= 2, "rank_max_members", ">= 2");
 }
 
-/* Reads the table form's source and columns (arguments 0..3). */
+/*
+ * The table form (arguments 0..3): on the shards of a Citus table
+ * distributed by the cluster column (distributed.c), else here.
+ */
 static void
-read_table_input(FunctionCallInfo fcinfo, HealthRun *run)
+run_table(FunctionCallInfo fcinfo, HealthRun *run)
 {
+	Oid			relid;
+	const char *label;
+	const char *vector;
+	const char *order;
+
 	require_argument(fcinfo, 0, "source");
 	require_argument(fcinfo, 1, "cluster_column");
 	require_argument(fcinfo, 2, "vector_column");
-	health_read_table(&run->input, PG_GETARG_OID(0),
-					  NameStr(*PG_GETARG_NAME(1)), NameStr(*PG_GETARG_NAME(2)),
-					  PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3)));
+	relid = PG_GETARG_OID(0);
+	label = NameStr(*PG_GETARG_NAME(1));
+	vector = NameStr(*PG_GETARG_NAME(2));
+	order = PG_ARGISNULL(3) ? NULL : NameStr(*PG_GETARG_NAME(3));
+	if (health_run_distributed(run, get_func_namespace(fcinfo->flinfo->fn_oid), relid,
+							   label, vector, order))
+		return;
+	health_read_table(&run->input, relid, label, vector, order);
+	health_run(run);
 }
 
 /* NOTICEs about skipped rows and refused clusters. */
-static void
-report_notices(const HealthRun *run)
+void
+health_report_notices(const HealthRun *run)
 {
 	if (run->input.skipped > 0)
 		ereport(NOTICE,
@@ -171,10 +186,9 @@ cluster_health(PG_FUNCTION_ARGS)
 {
 	HealthRun	run = {0};
 
-	read_parameters(fcinfo, 4, &run);
-	read_table_input(fcinfo, &run);
-	health_run(&run);
-	report_notices(&run);
+	health_read_parameters(fcinfo, 4, &run);
+	run_table(fcinfo, &run);
+	health_report_notices(&run);
 	return_rows(fcinfo, &run);
 	return (Datum) 0;
 }
@@ -185,10 +199,10 @@ cluster_health_query(PG_FUNCTION_ARGS)
 	HealthRun	run = {0};
 
 	require_argument(fcinfo, 0, "query");
-	read_parameters(fcinfo, 1, &run);
+	health_read_parameters(fcinfo, 1, &run);
 	health_read_query(&run.input, text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	health_run(&run);
-	report_notices(&run);
+	health_report_notices(&run);
 	return_rows(fcinfo, &run);
 	return (Datum) 0;
 }
@@ -244,11 +258,10 @@ cluster_health_summary(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "cluster_health_summary must return a composite type");
-	read_parameters(fcinfo, 4, &run);
+	health_read_parameters(fcinfo, 4, &run);
 	run.families = HEALTH_FAMILY_SUMMARY;
-	read_table_input(fcinfo, &run);
-	health_run(&run);
-	report_notices(&run);
+	run_table(fcinfo, &run);
+	health_report_notices(&run);
 	values[0] = Int64GetDatum(run.k);
 	values[1] = Int64GetDatum(run.input.rows);
 	global_indexes(&run, values, nulls);

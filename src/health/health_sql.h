@@ -10,6 +10,7 @@
 #include "postgres.h"
 
 #include "executor/tuptable.h"
+#include "lib/stringinfo.h"
 #include "fmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplesort.h"
@@ -21,6 +22,7 @@ extern int	cv_health_memory_kb;
 /* Which families a run computes (the summary needs fewer). */
 #define HEALTH_FAMILY_ALL 0
 #define HEALTH_FAMILY_SUMMARY 1
+#define HEALTH_FAMILY_CENTROIDS 2	/* pass 1 only: a shard's part of the first round */
 
 /* Columns of the sort: label, vector, order key (optional), tiebreak. */
 #define HEALTH_COL_LABEL 1
@@ -35,6 +37,22 @@ typedef struct HealthCluster
 	double	   *centroid;		/* d float64 */
 	CvClusterStats stats;
 } HealthCluster;
+
+/*
+ * Every cluster of a distributed table, in label order, as the coordinator
+ * sends it to each shard (distributed.c, shard.c): a shard's clusters take
+ * their neighbours, g and their numbers from it instead of from its own rows.
+ */
+typedef struct HealthGlobalSet
+{
+	int64		k;
+	int			d;
+	Datum	   *labels;			/* int8, or text */
+	int64	   *n;
+	double	   *mean_dist;
+	double	   *mean_norm;
+	double	   *centroids;		/* k x d */
+} HealthGlobalSet;
 
 typedef struct HealthInput
 {
@@ -56,6 +74,8 @@ typedef struct HealthRun
 	int64		k;
 	int64		refused;		/* clusters whose effective_rank was refused */
 	void	   *globals;		/* engine.c's centroid set and neighbour table */
+	const HealthGlobalSet *external;	/* on a shard: every cluster of the table */
+	int64	   *global_index;	/* with external: each cluster's number in it */
 	bool		use_gpu;		/* the GPU worker serves the passes (until it fails) */
 	bool		gpu_served;		/* it served at least one chunk */
 	struct CvGpuHealth *gpu;	/* what the worker holds for this run (gpu_passes.c) */
@@ -69,7 +89,21 @@ extern void health_read_table(HealthInput *input, Oid relid, const char *label_c
 							  const char *vector_column, const char *order_column);
 extern void health_read_query(HealthInput *input, const char *query);
 
+extern void health_check_column(Oid relid, const char *column, const char *role);
+
 /* engine.c */
 extern void health_run(HealthRun *run);
+
+/* functions.c */
+extern void health_read_parameters(FunctionCallInfo fcinfo, int first, HealthRun *run);
+extern void health_report_notices(const HealthRun *run);
+
+/* shard.c */
+extern void health_append_double(StringInfo out, double x);
+
+/* distributed.c */
+extern bool health_run_distributed(HealthRun *run, Oid schema, Oid relid,
+								   const char *label_column, const char *vector_column,
+								   const char *order_column);
 
 #endif

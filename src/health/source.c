@@ -274,9 +274,9 @@ read_rows(Reader *reader, const char *query, const char *what, int min_columns, 
 	tuplesort_performsort(reader->input->sort);
 }
 
-/* The attribute number of a column, or a clear error. */
-static void
-check_column(Oid relid, const char *column, const char *role)
+/* Raises a clear error when the column does not exist. */
+void
+health_check_column(Oid relid, const char *column, const char *role)
 {
 	if (get_attnum(relid, column) == InvalidAttrNumber)
 		ereport(ERROR,
@@ -302,10 +302,10 @@ health_read_table(HealthInput *input, Oid relid, const char *label_column,
 	/* SELECT, before the parser of the query below locks the table (access.c) */
 	cv_check_select(relid);
 
-	check_column(relid, label_column, "cluster");
-	check_column(relid, vector_column, "vector");
+	health_check_column(relid, label_column, "cluster");
+	health_check_column(relid, vector_column, "vector");
 	if (order_column)
-		check_column(relid, order_column, "order");
+		health_check_column(relid, order_column, "order");
 	reader.input = input;
 	reader.ctid_tiebreak = relkind == RELKIND_RELATION || relkind == RELKIND_MATVIEW;
 	initStringInfo(&query);

@@ -29,6 +29,13 @@
 # - cluster_health (items and items_by_id), cluster_health_query and
 #   cluster_health_summary equal items_ref's within STATISTICS.md's
 #   tolerances (and the comparison sees a changed parameter);
+# - on items (distributed by the cluster c, clusters on both workers)
+#   cluster_health runs on the shards: a DEBUG1 line, and each of the two
+#   shard functions called once per shard on the workers
+#   (pg_stat_user_functions); items_by_id calls none; its rows and
+#   cluster_health_summary equal the single node's bit for bit (CPU), with
+#   and without an order column, integer and text labels; a shard sent a
+#   set that does not match its clusters refuses;
 # - cluster_stats GROUP BY the distribution column runs on the shards, GROUP
 #   BY another expression as partial states combined at the coordinator;
 #   both equal items_ref's;
@@ -42,6 +49,7 @@ use strict;
 use warnings FATAL => 'all';
 
 use FindBin;
+use Time::HiRes ();
 use lib $FindBin::RealBin;
 use lib "$FindBin::RealBin/../t";
 
@@ -453,6 +461,119 @@ SELECT a.k = b.k AND a.n = b.n
 	AND abs(a.cohesion - b.cohesion) <= 1e-4 * abs(b.cohesion) + 1e-6
 	AND abs(a.centroid_silhouette - b.centroid_silhouette) <= 1e-4 * abs(b.centroid_silhouette) + 1e-6
 FROM a, b}), 't', 'cluster_health_summary on items equals the single node within tolerance');
+
+
+# Where it ran: items is distributed by its cluster column, so cluster_health
+# runs in cluster_health_shard_centroids and cluster_health_shard on the
+# shards (pg_stat_user_functions of the workers count them) and the
+# coordinator only combines; items_by_id (by id) takes the coordinator path.
+is(sql(q{SELECT count(DISTINCT s.nodeport) FROM (SELECT DISTINCT c FROM items_ref) l
+	JOIN citus_shards s ON s.table_name = 'items'::regclass
+	 AND s.shardid = get_shard_id_for_distribution_column('items', l.c)}),
+	'2', "items' clusters are on both workers");
+$_->safe_psql('postgres', q{ALTER SYSTEM SET track_functions = 'all'; SELECT pg_reload_conf()})
+  for @workers;
+sleep 1;
+
+# calls of clustervec's shard functions on both workers, as "centroids shard"
+sub shard_calls
+{
+	my $total = '';
+	for my $f (qw(cluster_health_shard_centroids cluster_health_shard))
+	{
+		my $sum = 0;
+		$sum += $_->safe_psql('postgres',
+			qq{SELECT pg_stat_clear_snapshot(); SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = '$f'})
+		  for @workers;
+		$total .= ($total eq '' ? '' : ' ') . $sum;
+	}
+	return $total;
+}
+
+# shard_calls once it has changed from $before (the workers' backends
+# report their counts as they end), at most 10 s
+sub shard_calls_after
+{
+	my ($before) = @_;
+	my $now = shard_calls();
+	for (1 .. 100)
+	{
+		last if $now ne $before;
+		Time::HiRes::usleep(100_000);
+		$now = shard_calls();
+	}
+	return $now;
+}
+
+my $calls = shard_calls();
+my ($c0, $s0) = split / /, $calls;
+my ($rc_debug, $debug) = try_sql(q{SET client_min_messages = debug1;
+	SELECT count(*) FROM cluster_health('items', 'c', 'v', 'id', progress => false)});
+like($debug, qr/cluster_health computes on the shards of "items"/,
+	'cluster_health on items takes the shard path (DEBUG1)');
+$calls = shard_calls_after($calls);
+is($calls, ($c0 + 4) . ' ' . ($s0 + 4),
+	'one call of each round on each of the 4 shards, on the workers');
+($rc_debug, $debug) = try_sql(q{SET client_min_messages = debug1;
+	SELECT count(*) FROM cluster_health('items_by_id', 'c', 'v', 'id', progress => false)});
+unlike($debug, qr/computes on the shards/, 'items_by_id (distributed by id) takes the coordinator path');
+sleep 1;
+is(shard_calls(), $calls, 'and calls no shard function');
+
+# Exact: the shards run the single node's code on the same members in the
+# same order with the same centroid set, so even the bits agree (where the
+# reference ran on the CPU; both paths below do).
+my @all_columns = ('n', 'nearest_cluster', 'nearest_cluster_text', @lengths, @sums, @moments, @others);
+sub exact_differences
+{
+	my ($tested, $reference) = @_;
+	return sql(qq{
+SET clustervec.gpu = off;
+WITH a AS ($tested), b AS ($reference)
+SELECT (SELECT count(*) FROM a) || ' ' || (SELECT count(*) FROM b) || ' ' ||
+	(SELECT count(*) FROM a FULL JOIN b USING (cluster)
+	 WHERE a.cluster IS NULL OR b.cluster IS NULL OR NOT (}
+	  . join("\n AND ", map { "a.$_ IS NOT DISTINCT FROM b.$_" } @all_columns) . '))');
+}
+is(exact_differences(q{SELECT * FROM cluster_health('items', 'c', 'v', 'id', progress => false)},
+	$ref_health), "$clusters $clusters 0",
+	'cluster_health on the shards equals the single node (CPU) bit for bit');
+is(exact_differences(q{SELECT * FROM cluster_health('items', 'c', 'v', neighbours => 2, sigma_bins => 64, progress => false)},
+	q{SELECT * FROM cluster_health('items_ref', 'c', 'v', neighbours => 2, sigma_bins => 64, progress => false)}),
+	"$clusters $clusters 0", 'also without an order column (ctid order) and with other parameters');
+
+# text labels: ranks, nearest_cluster_text and the label order ("C")
+sql(q{
+CREATE TABLE items_tref AS SELECT id, 'k' || c AS ct, v FROM items_ref;
+CREATE TABLE items_t (id bigint, ct text, v cvec(32), PRIMARY KEY (ct, id));
+SELECT create_distributed_table('items_t', 'ct');
+INSERT INTO items_t SELECT * FROM items_tref ORDER BY id;
+});
+is(exact_differences(q{SELECT * FROM cluster_health('items_t', 'ct', 'v', 'id', progress => false)},
+	q{SELECT * FROM cluster_health('items_tref', 'ct', 'v', 'id', progress => false)}),
+	"$clusters $clusters 0", 'text labels: cluster_health on the shards equals the single node bit for bit');
+is(sql(q{SET clustervec.gpu = off;
+SELECT (SELECT row(s.*)::text FROM cluster_health_summary('items_t', 'ct', 'v', 'id', progress => false) s)
+	 = (SELECT row(s.*)::text FROM cluster_health_summary('items_tref', 'ct', 'v', 'id', progress => false) s)}),
+	't', 'and so does cluster_health_summary');
+my ($rc_rank, $rank_notice) = try_sql(q{SET clustervec.gpu = off;
+	SELECT count(*) FROM cluster_health('items', 'c', 'v', rank_max_members => 10, progress => false)});
+like($rank_notice, qr/effective_rank is NULL for $clusters clusters of more than 10 members/,
+	'the refusal NOTICE counts the clusters refused on the shards');
+like(sql(q{SELECT string_agg(DISTINCT result, ' ') FROM run_command_on_shards('items',
+	$$SELECT cluster_health_shard('%s', 'c', 'v', NULL, '{0}', '{1}', '{0}', '{0}', '{0,0}',
+	   2.0, 0.95, 5, 256, 20, 2000, false, false)$$)}),
+	qr/rows of the shard changed while cluster_health read it/,
+	'a shard whose clusters are not those of the set it is sent refuses');
+# a role with SELECT only: the rounds run as it on the workers
+sql(q{CREATE ROLE cv_reader LOGIN; GRANT SELECT ON items TO cv_reader});
+is(sql(q{SET ROLE cv_reader; SELECT count(*) FROM cluster_health('items', 'c', 'v', progress => false)}),
+	$clusters, 'a role with SELECT on the table runs it on the shards');
+my ($rc_priv, $priv_err) = try_sql(q{SET ROLE cv_reader; SELECT count(*) FROM cluster_health('items_t', 'ct', 'v', progress => false)});
+like($priv_err, qr/permission denied for table items_t/, 'and one without it is refused at the coordinator');
+my ($rc_col, $col_err) = try_sql(q{SELECT count(*) FROM cluster_health('items', 'c', 'nope', progress => false)});
+like($col_err, qr/column "nope" \(the vector column\) does not exist in relation "items"/,
+	'a missing column is named at the coordinator');
 
 # ---------------------------------------------------------------- cluster_stats
 

@@ -10,13 +10,16 @@
 # and into a table distributed by the cluster column over 2 shards, one per
 # worker (the coordinator holds none).  Prints, for both: the load, CREATE
 # INDEX (default lists, rows / 1000 per index: the same rows per list),
-# cluster_health, and 100 single queries at equal probes (latency p50/p99
-# inside one session, recall@10 against cvsearch_exact on the single node).
+# cluster_health (on Citus: on the shards; and, for comparison, the
+# coordinator computing alone through cluster_health_query), and 100
+# single queries at equal probes (latency p50/p99 inside one session,
+# recall@10 against cvsearch_exact on the single node).
 # Every node's GPU worker opens CV_BENCH_LIBRARY (default clustervec_cuda_cpu,
 # the CPU library; clustervec_cuda on a GPU host); CV_BENCH_DEVICES gives the
 # CUDA device of the single node, the coordinator and the two workers
 # (default 0,0,0,1: on a host with two GPUs each worker owns one).  Data and
-# servers under CV_BENCH_DIR (default /var/tmp/citus/bench), ports 5535-5538.
+# servers under CV_BENCH_DIR (default /var/tmp/citus/bench), ports CV_BENCH_PORT
+# (default 5535) to CV_BENCH_PORT + 3.
 set -uo pipefail
 rows=${1:-200000}; dims=${2:-128}; clusters=${3:-200}
 PGBIN=${CV_BENCH_PGBIN:-/usr/lib/postgresql/15/bin}
@@ -24,6 +27,8 @@ user=${CV_BENCH_USER:-postgres}
 library=${CV_BENCH_LIBRARY:-clustervec_cuda_cpu}
 IFS=, read -r dev_single dev_coord dev_w1 dev_w2 <<<"${CV_BENCH_DEVICES:-0,0,0,1}"
 base=${CV_BENCH_DIR:-/var/tmp/citus/bench}
+port0=${CV_BENCH_PORT:-5535}
+p_single=$port0 p_coord=$((port0 + 1)) p_w1=$((port0 + 2)) p_w2=$((port0 + 3))
 sock=$base/sock
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -107,9 +112,9 @@ queries() {
 	grep '|' "$out.raw" >"$out"
 	grep -oE '^Time: [0-9.]+' "$out.raw" | awk '{print $2}' | sort -n \
 		| awk -v what="probes $2" '{a[NR]=$1} END {printf "%s: latency p50 %.2f ms, p99 %.2f ms (n %d)", what, a[int(NR*0.5)], a[int(NR*0.99)], NR}'
-	q 5535 -c "SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS res (qid int, id int8); TRUNCATE res" \
+	q $p_single -c "SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS res (qid int, id int8); TRUNCATE res" \
 		-c "\\copy res FROM '$out' WITH (DELIMITER '|')"
-	q 5535 -c "SELECT ', recall@10 ' || round(count(*)::numeric / 1000, 4) FROM res JOIN truth USING (qid, id)"
+	q $p_single -c "SELECT ', recall@10 ' || round(count(*)::numeric / 1000, 4) FROM res JOIN truth USING (qid, id)"
 }
 
 rm -rf "$base" && mkdir -p "$base" && chown "$user" "$base" && as_user mkdir -p "$sock"
@@ -118,30 +123,34 @@ as_user /usr/bin/python3 bench/gpu_data.py "$rows" "$dims" "$clusters" 4 "$base/
 table="CREATE TABLE items (id int8, c int4, v cvec($dims)); ALTER TABLE items ALTER v SET STORAGE EXTERNAL;"
 
 echo "== one node (device $dev_single)"
-start_node single 5535 "$dev_single" clustervec || exit 1
-q 5535 -c "CREATE EXTENSION clustervec" -c "$table"
-load 5535
-timed 5535 "CREATE INDEX" "CREATE INDEX items_ivf ON items USING cvivf (v) WITH (seed = 7)"
-timed 5535 "cluster_health" "CREATE TABLE h AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
-q 5535 -c "SELECT 'GPU worker (' || backend || '): index builds ' || index_builds || ', health runs ' || health_runs FROM clustervec_gpu_info()"
-q 5535 -c "CREATE TABLE queries AS SELECT row_number() OVER () AS qid, v::cvec($dims) AS v FROM (SELECT unnest(string_to_array(pg_read_file('$base/data.queries'), E'\n')) v) s WHERE v <> ''" \
+start_node single $p_single "$dev_single" clustervec || exit 1
+q $p_single -c "CREATE EXTENSION clustervec" -c "$table"
+load $p_single
+timed $p_single "CREATE INDEX" "CREATE INDEX items_ivf ON items USING cvivf (v) WITH (seed = 7)"
+timed $p_single "cluster_health" "CREATE TABLE h AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
+timed $p_single "cluster_health on the CPU (clustervec.gpu = off, as the shards run it)" \
+	"SET clustervec.gpu = off; CREATE TABLE hc AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
+q $p_single -c "SELECT 'GPU worker (' || backend || '): index builds ' || index_builds || ', health runs ' || health_runs FROM clustervec_gpu_info()"
+q $p_single -c "CREATE TABLE queries AS SELECT row_number() OVER () AS qid, v::cvec($dims) AS v FROM (SELECT unnest(string_to_array(pg_read_file('$base/data.queries'), E'\n')) v) s WHERE v <> ''" \
 	-c "CREATE TABLE truth AS SELECT e.query_no AS qid, i.id FROM cvsearch_exact('items', 'v', (SELECT array_agg(v ORDER BY qid) FROM queries WHERE qid <= 100), 10) e JOIN items i ON i.ctid = e.tid"
-for probes in 1 4 16; do queries 5535 $probes; done
+for probes in 1 4 16; do queries $p_single $probes; done
 
 echo "== Citus: coordinator (device $dev_coord, no rows) + 2 workers (devices $dev_w1 and $dev_w2), 2 shards"
-start_node coord 5536 "$dev_coord" 'citus, clustervec' && start_node w1 5537 "$dev_w1" 'citus, clustervec' \
-	&& start_node w2 5538 "$dev_w2" 'citus, clustervec' || exit 1
-for p in 5537 5538; do q $p -c "CREATE EXTENSION citus" -c "CREATE EXTENSION clustervec"; done
-q 5536 -c "CREATE EXTENSION citus" -c "CREATE EXTENSION clustervec" \
-	-c "SELECT citus_set_coordinator_host('127.0.0.1', 5536)" \
-	-c "SELECT citus_add_node('127.0.0.1', 5537)" -c "SELECT citus_add_node('127.0.0.1', 5538)" \
+start_node coord $p_coord "$dev_coord" 'citus, clustervec' && start_node w1 $p_w1 "$dev_w1" 'citus, clustervec' \
+	&& start_node w2 $p_w2 "$dev_w2" 'citus, clustervec' || exit 1
+for p in $p_w1 $p_w2; do q $p -c "CREATE EXTENSION citus" -c "CREATE EXTENSION clustervec"; done
+q $p_coord -c "CREATE EXTENSION citus" -c "CREATE EXTENSION clustervec" \
+	-c "SELECT citus_set_coordinator_host('127.0.0.1', $p_coord)" \
+	-c "SELECT citus_add_node('127.0.0.1', $p_w1)" -c "SELECT citus_add_node('127.0.0.1', $p_w2)" \
 	-c "$table" -c "SELECT create_distributed_table('items', 'c')" >/dev/null
-load 5536
-q 5536 -c "SELECT 'shard rows: ' || string_agg(result, ', ') FROM run_command_on_shards('items', 'SELECT count(*) FROM %s')"
-timed 5536 "CREATE INDEX" "CREATE INDEX items_ivf ON items USING cvivf (v) WITH (seed = 7)"
-timed 5536 "cluster_health" "CREATE TABLE h AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
-for p in 5536 5537 5538; do
+load $p_coord
+q $p_coord -c "SELECT 'shard rows: ' || string_agg(result, ', ') FROM run_command_on_shards('items', 'SELECT count(*) FROM %s')"
+timed $p_coord "CREATE INDEX" "CREATE INDEX items_ivf ON items USING cvivf (v) WITH (seed = 7)"
+timed $p_coord "cluster_health" "CREATE TABLE h AS SELECT * FROM cluster_health('items', 'c', 'v', progress => false)"
+timed $p_coord "cluster_health_query (every row to the coordinator, as before the shard path)" \
+	"CREATE TABLE hq AS SELECT * FROM cluster_health_query('SELECT c, v FROM items', progress => false)"
+for p in $p_coord $p_w1 $p_w2; do
 	q $p -c "SELECT 'port $p GPU worker (' || backend || '): index builds ' || index_builds || ', health runs ' || health_runs FROM clustervec_gpu_info()"
 done
-for probes in 1 4 16; do queries 5536 $probes; done
+for probes in 1 4 16; do queries $p_coord $probes; done
 stop_nodes
