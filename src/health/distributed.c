@@ -335,18 +335,6 @@ round2(HealthRun *run, const Target *target)
 			elog(ERROR, "cluster_health: no shard answered for cluster " INT64_FORMAT, i);
 }
 
-static bool
-is_integer_type(Oid type)
-{
-	return type == INT2OID || type == INT4OID || type == INT8OID;
-}
-
-static bool
-is_text_type(Oid type)
-{
-	return type == TEXTOID || type == VARCHAROID || type == BPCHAROID;
-}
-
 /*
  * When relid is a Citus table hash-distributed by label_column, computes
  * cluster_health on its shards into run (run->clusters, k, input counts)
@@ -366,7 +354,7 @@ health_run_distributed(HealthRun *run, Oid schema, Oid relid, const char *label_
 		return false;
 	/* other label types: the coordinator path raises the single node's error */
 	label_type = get_atttype(relid, get_attnum(relid, label_column));
-	if (!is_integer_type(label_type) && !is_text_type(label_type))
+	if (!cv_label_is_integer(label_type) && !cv_label_is_text(label_type))
 		return false;
 	cv_check_select(relid);
 	health_check_column(relid, vector_column, "vector");
@@ -380,7 +368,7 @@ health_run_distributed(HealthRun *run, Oid schema, Oid relid, const char *label_
 	target.vector = vector_column;
 	target.order = order_column;
 	target.outer = CurrentMemoryContext;
-	run->input.text_labels = is_text_type(label_type);
+	run->input.text_labels = cv_label_is_text(label_type);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	round1(run, &target);

@@ -9,6 +9,7 @@
 
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "lib/stringinfo.h"
 #include "fmgr.h"
@@ -105,5 +106,18 @@ extern void health_append_double(StringInfo out, double x);
 extern bool health_run_distributed(HealthRun *run, Oid schema, Oid relid,
 								   const char *label_column, const char *vector_column,
 								   const char *order_column);
+
+/* The label types cluster_health reads as integers, and as text. */
+static inline bool
+cv_label_is_integer(Oid type)
+{
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+static inline bool
+cv_label_is_text(Oid type)
+{
+	return type == TEXTOID || type == VARCHAROID || type == BPCHAROID;
+}
 
 #endif

@@ -39,18 +39,6 @@ typedef struct Reader
 	int			first_dims_row_desc;
 } Reader;
 
-static bool
-is_integer_type(Oid type)
-{
-	return type == INT2OID || type == INT4OID || type == INT8OID;
-}
-
-static bool
-is_text_type(Oid type)
-{
-	return type == TEXTOID || type == VARCHAROID || type == BPCHAROID;
-}
-
 /* Checks the label, vector and order key types of the input. */
 static void
 check_types(Reader *reader, TupleDesc desc, const char *what)
@@ -58,7 +46,7 @@ check_types(Reader *reader, TupleDesc desc, const char *what)
 	Oid			label = TupleDescAttr(desc, 0)->atttypid;
 	Oid			vector = TupleDescAttr(desc, 1)->atttypid;
 
-	if (!is_integer_type(label) && !is_text_type(label))
+	if (!cv_label_is_integer(label) && !cv_label_is_text(label))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("cluster labels of %s must be an integer type or text, not %s",
@@ -76,7 +64,7 @@ check_types(Reader *reader, TupleDesc desc, const char *what)
 				 errmsg("order key of %s has type %s, which has no ordering",
 						what, format_type_be(TupleDescAttr(desc, 2)->atttypid))));
 	reader->label_type = label;
-	reader->input->text_labels = is_text_type(label);
+	reader->input->text_labels = cv_label_is_text(label);
 }
 
 /* The sort: label, vector, order key (if any), tiebreak; keys in that order. */
