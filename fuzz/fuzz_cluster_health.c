@@ -21,6 +21,7 @@
 #include "funcapi.h"
 #include "nodes/execnodes.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "gpu/gpu.h"
 #include "health/gpu_passes.h"
@@ -112,6 +113,28 @@ void
 health_gpu_release(HealthRun *run)
 {
 	(void) run;
+}
+
+/* distributed.c: the fake source is a plain table, never a Citus one. */
+bool
+health_run_distributed(HealthRun *run, Oid schema, Oid relid, const char *label_column,
+					   const char *vector_column, const char *order_column)
+{
+	(void) run;
+	(void) schema;
+	(void) relid;
+	(void) label_column;
+	(void) vector_column;
+	(void) order_column;
+	return false;
+}
+
+/* lsyscache's: the schema distributed.c would look the shard functions up in. */
+Oid
+get_func_namespace(Oid funcid)
+{
+	(void) funcid;
+	return InvalidOid;
 }
 
 /* source.c's table reader: hands the fake source to the engine through its sort. */
