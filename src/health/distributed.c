@@ -208,14 +208,9 @@ round1(HealthRun *run, const Target *target)
 static void
 append_double_array(StringInfo out, const double *x, int64 count)
 {
-	appendStringInfoString(out, "'{");
-	for (int64 i = 0; i < count; i++)
-	{
-		if (i > 0)
-			appendStringInfoChar(out, ',');
-		health_append_double(out, x[i]);
-	}
-	appendStringInfoString(out, "}'::float8[], ");
+	appendStringInfoChar(out, '\'');
+	health_append_double_list(out, x, count, '{', '}');
+	appendStringInfoString(out, "'::float8[], ");
 }
 
 /* The labels as a text[] literal, in the run's order. */

@@ -101,6 +101,8 @@ extern void health_report_notices(const HealthRun *run);
 
 /* shard.c */
 extern void health_append_double(StringInfo out, double x);
+extern void health_append_double_list(StringInfo out, const double *x, int64 count,
+									  char open, char close);
 
 /* distributed.c */
 extern bool health_run_distributed(HealthRun *run, Oid schema, Oid relid,

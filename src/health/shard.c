@@ -46,17 +46,18 @@ health_append_double(StringInfo out, double x)
 	}
 }
 
-static void
-append_doubles(StringInfo out, const double *x, int64 count)
+/* count doubles, exact to the bit, comma-separated between open and close. */
+void
+health_append_double_list(StringInfo out, const double *x, int64 count, char open, char close)
 {
-	appendStringInfoChar(out, '[');
+	appendStringInfoChar(out, open);
 	for (int64 i = 0; i < count; i++)
 	{
 		if (i > 0)
 			appendStringInfoChar(out, ',');
 		health_append_double(out, x[i]);
 	}
-	appendStringInfoChar(out, ']');
+	appendStringInfoChar(out, close);
 }
 
 /* A label as a JSON string: the integer's digits, or the text escaped. */
@@ -108,7 +109,7 @@ cluster_health_shard_centroids(PG_FUNCTION_ARGS)
 		appendStringInfoString(&out, ",\"mean_norm\":");
 		health_append_double(&out, c->stats.value[CV_STAT_MEAN_NORM]);
 		appendStringInfoString(&out, ",\"centroid\":");
-		append_doubles(&out, c->centroid, run.input.dimensions);
+		health_append_double_list(&out, c->centroid, run.input.dimensions, '[', ']');
 		appendStringInfoChar(&out, '}');
 	}
 	appendStringInfoString(&out, "]}");
