@@ -129,10 +129,9 @@ collect_quantized_list(IndexScanDesc scan, CvIvfScanState *state, int list)
 	if (!state->query_is_null)
 	{
 		if (state->centroids == NULL)
-		{
 			state->centroids = cvivf_get_centroids(index, &state->meta, &owned);
+		if (state->sq8_workspace == NULL)
 			state->sq8_workspace = palloc(sizeof(float) * state->meta.dimensions);
-		}
 		cv_sq8_prepare(&state->sq8, state->meta.metric, state->query,
 					   state->centroids + (Size) list * state->meta.dimensions,
 					   state->meta.dimensions, state->sq8_workspace);
@@ -229,8 +228,8 @@ rank_lists(Relation index, CvIvfScanState *state)
 	}
 	sort_nearest(state->ranked, lists, Min((int) lists, state->probes));
 	state->ranked_sorted = Min((int) lists, state->probes);
-	if (owned)
-		pfree((float *) centroids);
+	/* quantized lists prepare queries against them (scan memory, freed with it) */
+	state->centroids = centroids;
 }
 
 /* How many lists this scan may open in all. */
