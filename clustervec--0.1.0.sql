@@ -248,6 +248,14 @@ CREATE FUNCTION cvivf_calibration(index regclass,
                                   OUT probes int, OUT recall float8, OUT k int, OUT source text)
 	RETURNS SETOF record AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+-- new centroids and lists in place, one metapage record switching to them
+-- (retrain.c): reads and writes go on; inserts wait only for the switch
+CREATE FUNCTION cvivf_retrain(index regclass,
+                              OUT old_lists integer, OUT lists integer, OUT rows bigint,
+                              OUT rows_caught_up bigint, OUT new_pages bigint,
+                              OUT old_pages bigint, OUT pages_freed bigint)
+	RETURNS record AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
 -- drift since the build and a recommendation, for cvivf and cvlattice (health.c);
 -- reads the directory only, unless exact (then every list)
 CREATE FUNCTION cvivf_health(index regclass, exact boolean DEFAULT false,

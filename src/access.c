@@ -118,6 +118,12 @@ open_index(Oid indexid, const char *am, ambuild_function ambuild, CvIndexUse use
 	Relation	index;
 
 	cv_check_select(heapid);
+	if (use == CV_INDEX_MAINTAIN)
+	{
+		if (!pg_class_ownercheck(heapid, GetUserId()))
+			aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexid));
+		lockmode = ShareUpdateExclusiveLock;
+	}
 	if (use == CV_INDEX_EXCLUDE_WRITERS)
 	{
 		check_share_lock_rights(heapid, function);
@@ -128,7 +134,7 @@ open_index(Oid indexid, const char *am, ambuild_function ambuild, CvIndexUse use
 	cv_check_row_security(heapid, function);
 	*heap = table_open(heapid, lockmode);
 	/* REINDEX CONCURRENTLY may drop it while we wait for its lock */
-	index = try_relation_open(indexid, AccessShareLock);
+	index = try_relation_open(indexid, use == CV_INDEX_MAINTAIN ? lockmode : AccessShareLock);
 	if (index == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

@@ -19,7 +19,8 @@
 typedef enum CvIndexUse
 {
 	CV_INDEX_READ,				/* AccessShareLock: SELECT */
-	CV_INDEX_EXCLUDE_WRITERS	/* ShareLock: SELECT and LOCK TABLE ... IN SHARE MODE's rights */
+	CV_INDEX_EXCLUDE_WRITERS,	/* ShareLock: SELECT and LOCK TABLE ... IN SHARE MODE's rights */
+	CV_INDEX_MAINTAIN			/* ShareUpdateExclusiveLock on both: the table's owner, as REINDEX */
 } CvIndexUse;
 
 extern void cv_check_select(Oid relid);

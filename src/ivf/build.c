@@ -45,8 +45,8 @@
 #define MIN_AUTO_SAMPLE 10000
 #define SAMPLE_PER_LIST 50
 
-static const CvIvfOptions *
-build_options(Relation index)
+const CvIvfOptions *
+cvivf_build_options(Relation index)
 {
 	static const CvIvfOptions defaults = {0, 0, 10, 0, 0, CVIVF_QUANTIZATION_NONE};
 
@@ -115,9 +115,10 @@ allocate_sample(CvIvfBuildState *state)
 }
 
 /* Reservoir sampling (Algorithm R) with the seeded PRNG. */
-static void
-sample_callback(Relation index pg_attribute_unused(), ItemPointer tid pg_attribute_unused(), Datum *values, bool *isnull,
-				bool alive pg_attribute_unused(), void *arg)
+void
+cvivf_build_sample_callback(Relation index pg_attribute_unused(),
+							ItemPointer tid pg_attribute_unused(), Datum *values, bool *isnull,
+							bool alive pg_attribute_unused(), void *arg)
 {
 	CvIvfBuildState *state = (CvIvfBuildState *) arg;
 	MemoryContext old = MemoryContextSwitchTo(state->tuple_context);
@@ -149,8 +150,8 @@ sample_callback(Relation index pg_attribute_unused(), ItemPointer tid pg_attribu
 }
 
 /* lists: the reloption, or about rows / 1000, within [1, CVIVF_MAX_LISTS]. */
-static int
-choose_lists(const CvIvfOptions *options, double rows)
+int
+cvivf_build_choose_lists(const CvIvfOptions *options, double rows)
 {
 	if (options->lists > 0)
 		return options->lists;
@@ -214,10 +215,10 @@ choose_sample_capacity(Relation index, const CvIvfOptions *options, int lists, i
  * reservoir maintenance_work_mem allowed kept fewer rows than the full
  * sample of the rows actually scanned would hold.
  */
-static void
-report_capped_sample(const CvIvfBuildState *state)
+void
+cvivf_build_report_capped_sample(const CvIvfBuildState *state)
 {
-	int			lists = choose_lists(state->options, (double) state->rows);
+	int			lists = cvivf_build_choose_lists(state->options, (double) state->rows);
 	int64		full = Min(Max((int64) MIN_AUTO_SAMPLE, (int64) SAMPLE_PER_LIST * lists),
 						   state->rows);
 
@@ -494,25 +495,18 @@ begin_gpu_assigner(CvIvfBuildState *state, const float *centroids, int lists)
 }
 
 /*
- * Pass 2: every row to its nearest list, through the sort.  In parallel
- * workers when they can help (the GPU assigns alone: its worker serves one
- * request at a time, so CPU workers beside it would only compete).
+ * A serial pass 2 (the build's, or a retrain's over the index's rows):
+ * the assigner of state->centroids (the GPU's when it serves) and the
+ * sort; rows then go to cvivf_build_assign_callback.
  */
-static void
-assign_rows(CvIvfBuildState *state, IndexInfo *info, const float *centroids, int lists)
+void
+cvivf_build_assign_begin(CvIvfBuildState *state)
 {
 	TupleDesc	desc;
 
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_ASSIGNING);
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->rows);
-	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
-	state->centroids = centroids;
-	state->lists = lists;
-	if (!state->use_gpu && cvivf_parallel_assign(state, info))
-		return;
 	state->batch_capacity = ASSIGN_BATCH;
 	if (state->use_gpu)
-		begin_gpu_assigner(state, centroids, lists);
+		begin_gpu_assigner(state, state->centroids, state->lists);
 	if (state->gpu != NULL)
 		state->batch_capacity = Max(ASSIGN_BATCH, cv_gpu_assign_batch_rows(state->dimensions));
 	allocate_batches(state);
@@ -520,6 +514,24 @@ assign_rows(CvIvfBuildState *state, IndexInfo *info, const float *centroids, int
 	state->slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	state->sorted_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	state->sort = cvivf_build_sort_begin(desc, maintenance_work_mem, NULL);
+}
+
+/*
+ * Pass 2: every row to its nearest list, through the sort.  In parallel
+ * workers when they can help (the GPU assigns alone: its worker serves one
+ * request at a time, so CPU workers beside it would only compete).
+ */
+static void
+assign_rows(CvIvfBuildState *state, IndexInfo *info, const float *centroids, int lists)
+{
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_ASSIGNING);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, state->rows);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, 0);
+	state->centroids = centroids;
+	state->lists = lists;
+	if (!state->use_gpu && cvivf_parallel_assign(state, info))
+		return;
+	cvivf_build_assign_begin(state);
 	table_index_build_scan(state->heap, state->index, info, true, true,
 						   cvivf_build_assign_callback, state, NULL);
 	cvivf_build_assign_end(state);
@@ -527,8 +539,8 @@ assign_rows(CvIvfBuildState *state, IndexInfo *info, const float *centroids, int
 }
 
 /* Pass 3: the sorted rows, list after list, onto pages. */
-static void
-write_lists(CvIvfBuildState *state, CvIvfBuildWriter *writer)
+void
+cvivf_build_write_lists(CvIvfBuildState *state, CvIvfBuildWriter *writer)
 {
 	int			current = -1;
 	int64		written = 0;
@@ -591,7 +603,7 @@ sample_rows(CvIvfBuildState *state, IndexInfo *info)
 	double		estimate = cvivf_estimate_heap_rows(state->heap);
 
 	state->estimated_rows = estimate;
-	state->estimated_lists = choose_lists(state->options, estimate);
+	state->estimated_lists = cvivf_build_choose_lists(state->options, estimate);
 	cv_prng_seed(&state->prng, (uint64) state->options->seed);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, CVIVF_PHASE_SAMPLING);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) estimate);
@@ -601,16 +613,16 @@ sample_rows(CvIvfBuildState *state, IndexInfo *info)
 	 * the same data and seed must give the same centroids.
 	 */
 	state->heap_tuples = table_index_build_scan(state->heap, state->index, info, false, true,
-												sample_callback, state, NULL);
+												cvivf_build_sample_callback, state, NULL);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, state->rows);
-	report_capped_sample(state);
+	cvivf_build_report_capped_sample(state);
 }
 
 /* k-means on the sample; centroids and norms are allocated here. */
-static int
-build_centroids(CvIvfBuildState *state, float **centroids, double **norms)
+int
+cvivf_build_centroids(CvIvfBuildState *state, float **centroids, double **norms)
 {
-	int			wanted = choose_lists(state->options, (double) state->rows);
+	int			wanted = cvivf_build_choose_lists(state->options, (double) state->rows);
 	int			lists;
 
 	*centroids = MemoryContextAllocHuge(CurrentMemoryContext,
@@ -645,7 +657,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	state.heap = heap;
 	state.index = index;
 	state.metric = cvivf_metric_of_index(index);
-	state.options = build_options(index);
+	state.options = cvivf_build_options(index);
 	state.dimensions = cvivf_declared_dimensions(index);
 	check_quantized_dimensions(index, state.options, state.dimensions);
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
@@ -667,7 +679,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 					 errhint("REINDEX it once data is loaded.")));
 		return result;
 	}
-	lists = build_centroids(&state, &centroids, &norms);
+	lists = cvivf_build_centroids(&state, &centroids, &norms);
 	assign_rows(&state, info, centroids, lists);
 	cvivf_init_meta(&meta, state.metric, state.dimensions, lists, true);
 	check_quantized_dimensions(index, state.options, state.dimensions);
@@ -678,7 +690,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	writer = cvivf_writer_begin(index, MAIN_FORKNUM, &meta);
 	cvivf_writer_centroids(writer, centroids, norms);
 	state.baseline = cvivf_distance_sums_new(lists);
-	write_lists(&state, writer);
+	cvivf_build_write_lists(&state, writer);
 	if (state.parallel != NULL)
 		cvivf_parallel_end(state.parallel);
 	cvivf_writer_finish(writer);

@@ -76,6 +76,16 @@ typedef struct CvIvfBuildState
 	CvIvfDistanceSums *baseline;
 } CvIvfBuildState;
 
+/* build.c: the passes' pieces a retrain shares (src/ivf/retrain.c) */
+extern const CvIvfOptions *cvivf_build_options(Relation index);
+extern int	cvivf_build_choose_lists(const CvIvfOptions *options, double rows);
+extern void cvivf_build_sample_callback(Relation index, ItemPointer tid, Datum *values,
+										bool *isnull, bool alive, void *arg);
+extern void cvivf_build_report_capped_sample(const CvIvfBuildState *state);
+extern int	cvivf_build_centroids(CvIvfBuildState *state, float **centroids, double **norms);
+extern void cvivf_build_assign_begin(CvIvfBuildState *state);
+extern void cvivf_build_write_lists(CvIvfBuildState *state, CvIvfBuildWriter *writer);
+
 /* build.c: pass 2's pieces, the same in the serial build and every participant */
 extern TupleDesc cvivf_build_sort_desc(Relation index);
 extern Tuplesortstate *cvivf_build_sort_begin(TupleDesc desc, int work_mem,

@@ -161,6 +161,19 @@ void
 cvivf_calibrate_sample(Relation index, CvMetric metric, const float *sample, int64 count,
 					   int dims, const float *centroids, int lists, int64 rows, uint64 seed)
 {
+	CvIvfCalibration result;
+
+	if (cvivf_calibration_of_sample(metric, sample, count, dims, centroids, lists, rows, seed,
+									&result))
+		cvivf_write_calibration(index, &result);
+}
+
+/* The same calibration, computed only (a retrain's, for the metapage it switches to). */
+bool
+cvivf_calibration_of_sample(CvMetric metric, const float *sample, int64 count, int dims,
+							const float *centroids, int lists, int64 rows, uint64 seed,
+							CvIvfCalibration *result)
+{
 	MemoryContext context = AllocSetContextCreate(CurrentMemoryContext, "cvivf calibration",
 												  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(context);
@@ -171,13 +184,12 @@ cvivf_calibrate_sample(Relation index, CvMetric metric, const float *sample, int
 							  Max(1, rint(CALIBRATION_K * (double) (n - 1) / Max(rows - 1, 1))));
 	int64	   *order;
 	Calibrator	c;
-	CvIvfCalibration result;
 
 	if (count < 2 || lists < 2)
 	{
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(context);
-		return;
+		return false;
 	}
 	order = shuffled_prefix(count, n, seed);
 	calibrator_init(&c, metric, dims, centroids, lists, nq, k);
@@ -194,10 +206,10 @@ cvivf_calibrate_sample(Relation index, CvMetric metric, const float *sample, int
 		if ((i & 255) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
-	calibrator_finish(&c, CVIVF_CALIBRATED_BY_BUILD, &result);
-	cvivf_write_calibration(index, &result);
+	calibrator_finish(&c, CVIVF_CALIBRATED_BY_BUILD, result);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(context);
+	return true;
 }
 
 /* ---- cvivf_calibrate: over the index's rows ---- */

@@ -1,8 +1,8 @@
 /*
  * centroids.c: the centroids of an index, cached per backend in rd_amcache.
- * Centroids never change for the life of a relfilenode (only a rebuild,
- * which makes a new one, retrains them), so the cache stays valid until the
- * relcache entry is rebuilt, which frees rd_amcache.
+ * Centroids change only with a new relfilenode (a rebuild) or a new
+ * generation of cvivf_retrain, which counts itself in the metapage, so the
+ * cache is keyed by both.
  */
 #include "postgres.h"
 
@@ -17,6 +17,7 @@
 typedef struct CentroidCache
 {
 	Oid			relfilenode;
+	uint64		retrains;
 	uint32		lists;
 	uint32		dimensions;
 	float		centroids[FLEXIBLE_ARRAY_MEMBER];
@@ -37,7 +38,7 @@ cvivf_get_centroids(Relation index, const CvIvfMetaPageData *meta, bool *owned)
 	if (meta->flags & CVIVF_META_NO_CENTROIDS)
 		return NULL;
 	if (cache != NULL && cache->relfilenode == index->rd_node.relNode &&
-		cache->lists == meta->lists && cache->dimensions == meta->dimensions)
+		cache->retrains == meta->retrains && cache->lists == meta->lists && cache->dimensions == meta->dimensions)
 		return cache->centroids;
 	fresh = cvivf_read_centroids(index, meta);
 	if (floats * sizeof(float) > CVIVF_CENTROID_CACHE_LIMIT)
@@ -51,6 +52,7 @@ cvivf_get_centroids(Relation index, const CvIvfMetaPageData *meta, bool *owned)
 	cache = MemoryContextAllocHuge(index->rd_indexcxt,
 								   offsetof(CentroidCache, centroids) + floats * sizeof(float));
 	cache->relfilenode = index->rd_node.relNode;
+	cache->retrains = meta->retrains;
 	cache->lists = meta->lists;
 	cache->dimensions = meta->dimensions;
 	memcpy(cache->centroids, fresh, floats * sizeof(float));

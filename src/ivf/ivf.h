@@ -32,6 +32,18 @@
  * CvIvfReuseEntry per list: the first slot that may be dead, and the start
  * of the list's dead tail.  Only pages no chain reaches (continuation pages
  * a crash left unlinked) go to the free space map, as CVIVF_PAGE_FREE.
+ *
+ * Retraining (cvivf only, src/ivf/retrain.c).  cvivf_retrain writes a
+ * whole new generation (centroid and directory pages, lists, codes, drift
+ * pages) into pages nothing lists yet, then switches the metapage to it in
+ * one record, which also counts the retrain (retrains) and records in
+ * retired_xid the next transaction ID: the old generation's pages are then
+ * on no chain the metapage reaches, but scans that read the old metapage
+ * may still walk them, so they are freed only once every snapshot is newer
+ * than retired_xid (VACUUM) or every transaction that held the index at the
+ * switch has ended (the retrain itself), never at once.  A standby cannot
+ * delay the primary's reuse, so a standby scan that sees retrains move
+ * while it runs stops with an error instead of reading reused pages.
  */
 #ifndef CV_IVF_H
 #define CV_IVF_H
@@ -174,6 +186,9 @@ typedef struct CvIvfMetaPageData
 	/* zero in metapages written before quantized lists: none */
 	uint32		quantization;	/* CVIVF_QUANTIZATION_* */
 	uint32		code_entry_size;	/* bytes of one CvIvfCodeEntry with its codes */
+	/* zero in metapages written before retraining (see "Retraining") */
+	uint64		retrains;		/* generations cvivf_retrain switched to */
+	uint64		retired_xid;	/* FullTransactionId; 0: no retired pages wait */
 } CvIvfMetaPageData;
 
 typedef CvIvfMetaPageData *CvIvfMetaPage;
@@ -351,6 +366,7 @@ extern Size cvivf_directory_entry_size(const CvIvfMetaPageData *meta);
 
 /* reader.c: everything that reads pages */
 extern void cvivf_read_meta(Relation index, CvIvfMetaPageData *meta);
+extern void cvivf_check_generation_kept(Relation index, const CvIvfMetaPageData *meta);
 extern float *cvivf_read_centroids(Relation index, const CvIvfMetaPageData *meta);
 extern void cvivf_read_list_entry(Relation index, const CvIvfMetaPageData *meta,
 								  int list, CvIvfListEntry *entry);
@@ -416,6 +432,15 @@ extern void cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centro
 extern void cvivf_writer_start_list(CvIvfBuildWriter *writer, int list);
 extern void cvivf_writer_add(CvIvfBuildWriter *writer, ItemPointer tid, const float *vector);
 extern void cvivf_writer_finish(CvIvfBuildWriter *writer);
+extern CvIvfBuildWriter *cvivf_writer_begin_relocated(Relation index,
+													  const CvIvfMetaPageData *meta);
+extern BlockNumber cvivf_writer_reserved(CvIvfBuildWriter *writer);
+extern void cvivf_writer_drift(CvIvfBuildWriter *writer, const CvIvfDriftEntry *entries,
+							   uint32 lists);
+extern uint64 cvivf_switch_generation(Relation index, CvIvfMetaPageData *pending);
+extern void cvivf_clear_retired(Relation index, uint64 retired_xid);
+extern bool cvivf_reclaim_retired_page(Relation index, BlockNumber block,
+									   BufferAccessStrategy strategy);
 extern void cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
 							   ItemPointer tid, const float *vector);
 
@@ -507,6 +532,9 @@ extern void cvivf_measure_baseline(Relation index);
 extern void cvivf_calibrate_sample(Relation index, CvMetric metric, const float *sample,
 								   int64 count, int dims, const float *centroids, int lists,
 								   int64 rows, uint64 seed);
+extern bool cvivf_calibration_of_sample(CvMetric metric, const float *sample, int64 count,
+										int dims, const float *centroids, int lists,
+										int64 rows, uint64 seed, CvIvfCalibration *result);
 
 /* One list's figures since the build, as cvivf_lists and cvivf_health report them. */
 typedef struct CvIvfListDrift

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/transam.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -143,18 +144,139 @@ struct CvIvfBuildWriter
 	Size		tuple_size;
 	const float *centroids;		/* the caller's, alive until finish; codes need them */
 	PGAlignedBlock code_image;	/* the code page being filled (quantized lists) */
+	BlockNumber code_block;		/* where it goes */
+	/* relocated (a retrain's new generation): blocks come from reserved runs */
+	bool		relocated;
+	BlockNumber run_next;		/* the reserved run's next unused block */
+	BlockNumber run_end;
+	BlockNumber reserved;		/* blocks reserved in all */
 };
 
-/* Extends the fork and checks it returned the block the layout expects. */
+/* Pages a relocated writer reserves at a time for its data pages. */
+#define CVIVF_RELOCATED_RUN 32
+
+/*
+ * Writes a page of the index being built at the block the layout expects:
+ * a build extends the fork, which must return that block; a relocated
+ * writer fills a block it reserved.
+ */
 static void
 write_next_block(CvIvfBuildWriter *writer, Page image, BlockNumber expected)
 {
-	Buffer		buf = cvivf_extend(writer->index, writer->fork, false);
+	Buffer		buf;
 
+	if (writer->relocated)
+	{
+		buf = ReadBufferExtended(writer->index, writer->fork, expected, RBM_NORMAL, NULL);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		write_page_image(writer->index, buf, image);
+		return;
+	}
+	buf = cvivf_extend(writer->index, writer->fork, false);
 	if (BufferGetBlockNumber(buf) != expected)
 		elog(ERROR, "cvivf build expected block %u, got %u",
 			 expected, BufferGetBlockNumber(buf));
 	write_page_image(writer->index, buf, image);
+}
+
+/*
+ * Reserves count contiguous new blocks at the end of the fork; returns the
+ * first.  Inserts into the old generation extend the fork meanwhile, so
+ * the run is taken under the extension lock.  The reserved pages stay
+ * zero until written: nothing lists them, no insert takes a zero page,
+ * and a VACUUM after a crash reclaims those never written.
+ */
+static BlockNumber
+reserve_run(CvIvfBuildWriter *writer, BlockNumber count)
+{
+	BlockNumber first = InvalidBlockNumber;
+
+	LockRelationForExtension(writer->index, ExclusiveLock);
+	for (BlockNumber i = 0; i < count; i++)
+	{
+		Buffer		buf = ReadBufferExtended(writer->index, writer->fork, P_NEW, RBM_NORMAL,
+											 NULL);
+
+		if (i == 0)
+			first = BufferGetBlockNumber(buf);
+		else if (BufferGetBlockNumber(buf) != first + i)
+			elog(ERROR, "cvivf retrain expected block %u, got %u", first + i,
+				 BufferGetBlockNumber(buf));
+		ReleaseBuffer(buf);
+	}
+	UnlockRelationForExtension(writer->index, ExclusiveLock);
+	writer->reserved += count;
+	return first;
+}
+
+/*
+ * A page VACUUM freed, taken for a relocated writer's data page: formatted
+ * as an empty data page at once (a small record), so no insert takes it
+ * too; InvalidBlockNumber when the free space map has none.  Until the
+ * writer links it, it is a data page no chain reaches, as an insert's
+ * continuation page before its linking record.
+ */
+static BlockNumber
+claim_free_page(Relation index)
+{
+	for (;;)
+	{
+		BlockNumber block = GetFreeIndexPage(index);
+		Buffer		buf;
+
+		if (!BlockNumberIsValid(block))
+			return InvalidBlockNumber;
+		buf = ReadBuffer(index, block);
+		if (ConditionalLockBuffer(buf))
+		{
+			if (page_is_free(BufferGetPage(buf)))
+			{
+				GenericXLogState *state = GenericXLogStart(index);
+
+				CvIvfPageGetOpaque(GenericXLogRegisterBuffer(state, buf, 0))->kind =
+					CVIVF_PAGE_DATA;
+				GenericXLogFinish(state);
+				UnlockReleaseBuffer(buf);
+				return block;
+			}
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buf);
+	}
+}
+
+/* The block of the next page written on its own (a data page). */
+static BlockNumber
+writer_block(CvIvfBuildWriter *writer)
+{
+	BlockNumber block;
+
+	if (!writer->relocated)
+		return writer->next_block++;
+	block = claim_free_page(writer->index);
+	if (BlockNumberIsValid(block))
+	{
+		writer->reserved++;
+		return block;
+	}
+	if (writer->run_next == writer->run_end)
+	{
+		writer->run_next = reserve_run(writer, CVIVF_RELOCATED_RUN);
+		writer->run_end = writer->run_next + CVIVF_RELOCATED_RUN;
+	}
+	return writer->run_next++;
+}
+
+/* The first of count contiguous blocks (centroids and directory, a list's codes). */
+static BlockNumber
+writer_run(CvIvfBuildWriter *writer, BlockNumber count)
+{
+	BlockNumber first = writer->next_block;
+
+	if (writer->relocated)
+		return reserve_run(writer, count);
+	writer->next_block += count;
+	return first;
 }
 
 static void flush_data_page(CvIvfBuildWriter *writer, BlockNumber next);
@@ -187,6 +309,7 @@ cvivf_writer_page(CvIvfBuildWriter *writer, Page image)
 {
 	BlockNumber block;
 
+	Assert(!writer->relocated);
 	finish_list(writer);
 	writer->list = writer->meta.lists;	/* no list after the caller's pages */
 	block = writer->next_block++;
@@ -216,6 +339,28 @@ cvivf_writer_begin(Relation index, ForkNumber fork, const CvIvfMetaPageData *met
 	return writer;
 }
 
+/*
+ * A writer of a new generation of an existing index (cvivf_retrain): the
+ * same pages as a build's, at blocks it reserves past the fork's end; it
+ * never writes the metapage, whose final contents cvivf_writer_meta gives
+ * for the switch.
+ */
+CvIvfBuildWriter *
+cvivf_writer_begin_relocated(Relation index, const CvIvfMetaPageData *meta)
+{
+	CvIvfBuildWriter *writer = cvivf_writer_begin(index, MAIN_FORKNUM, meta);
+
+	writer->relocated = true;
+	return writer;
+}
+
+/* Blocks a relocated writer reserved: its generation's pages, a few spare. */
+BlockNumber
+cvivf_writer_reserved(CvIvfBuildWriter *writer)
+{
+	return writer->reserved;
+}
+
 /* Writes the metapage (provisional), the centroid pages and empty directory pages. */
 void
 cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const double *norms)
@@ -226,9 +371,23 @@ cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const d
 	Size		floats_per_page = CVIVF_PAGE_CAPACITY / sizeof(float);
 	BlockNumber block = 0;
 
-	cvivf_page_init(image.data, CVIVF_PAGE_META);
-	cvivf_page_append(image.data, meta, sizeof(CvIvfMetaPageData));
-	write_next_block(writer, image.data, block++);
+	if (writer->relocated)
+	{
+		/* the layout's run after block 0, moved to where it was reserved */
+		BlockNumber pages = meta->first_directory_block - meta->first_centroid_block +
+			(meta->lists + meta->entries_per_directory_page - 1) / meta->entries_per_directory_page;
+		BlockNumber shift = writer_run(writer, pages) - meta->first_centroid_block;
+
+		meta->first_centroid_block += shift;
+		meta->first_directory_block += shift;
+		block = meta->first_centroid_block;
+	}
+	else
+	{
+		cvivf_page_init(image.data, CVIVF_PAGE_META);
+		cvivf_page_append(image.data, meta, sizeof(CvIvfMetaPageData));
+		write_next_block(writer, image.data, block++);
+	}
 	Assert(meta->first_centroid_block == block);
 	if (!(meta->flags & CVIVF_META_NO_CENTROIDS))
 	{
@@ -262,7 +421,8 @@ cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const d
 		cvivf_page_init(image.data, CVIVF_PAGE_DIRECTORY);
 		write_next_block(writer, image.data, block++);
 	}
-	writer->next_block = block;
+	if (!writer->relocated)
+		writer->next_block = block;
 	writer->centroids = centroids;
 }
 
@@ -280,7 +440,7 @@ static void
 start_data_page(CvIvfBuildWriter *writer)
 {
 	CvIvfListEntry *entry = writer_list_entry(writer, writer->list);
-	BlockNumber block = writer->next_block++;
+	BlockNumber block = writer_block(writer);
 
 	if (writer->have_page)
 		flush_data_page(writer, block);
@@ -303,7 +463,7 @@ encode_written_tuple(const CvIvfTupleHeader *header, const float *vector,
 
 	if (cvivf_page_free_bytes(page) < writer->meta.code_entry_size)
 	{
-		write_next_block(writer, page, writer->next_block++);
+		write_next_block(writer, page, writer->code_block++);
 		cvivf_page_init(page, CVIVF_PAGE_CODE);
 	}
 	entry = (CvIvfCodeEntry *) ((char *) page + ((PageHeader) page)->pd_lower);
@@ -332,12 +492,16 @@ write_list_codes(CvIvfBuildWriter *writer)
 	entry->tail_block = writer->page_block;
 	entry->tail_offset = ((PageHeader) writer->image.data)->pd_lower;
 	flush_data_page(writer, InvalidBlockNumber);
-	entry->code_first_block = writer->next_block;
 	entry->coded = (uint32) entry->base.tuples;
+	entry->code_first_block = writer_run(writer, (entry->coded + CVIVF_CODES_PER_PAGE(&writer->meta) - 1) /
+										 CVIVF_CODES_PER_PAGE(&writer->meta));
+	writer->code_block = entry->code_first_block;
 	cvivf_page_init(writer->code_image.data, CVIVF_PAGE_CODE);
 	cvivf_scan_list(writer->index, &writer->meta, entry->base.first_block, true, NULL,
 					encode_written_tuple, writer);
-	write_next_block(writer, writer->code_image.data, writer->next_block++);
+	write_next_block(writer, writer->code_image.data, writer->code_block++);
+	Assert(writer->code_block == entry->code_first_block +
+		   (entry->coded + CVIVF_CODES_PER_PAGE(&writer->meta) - 1) / CVIVF_CODES_PER_PAGE(&writer->meta));
 }
 
 /* Ends the list being written: its last data page, and its codes when quantized. */
@@ -413,6 +577,8 @@ cvivf_writer_finish(CvIvfBuildWriter *writer)
 						  writer->entry_size * Min(per_page, meta->lists - first));
 		rewrite_page(writer, meta->first_directory_block + first / per_page, image.data);
 	}
+	if (writer->relocated)
+		return;
 	cvivf_page_init(image.data, CVIVF_PAGE_META);
 	cvivf_page_append(image.data, meta, sizeof(CvIvfMetaPageData));
 	rewrite_page(writer, CVIVF_METAPAGE_BLKNO, image.data);
@@ -971,20 +1137,24 @@ cvivf_set_reuse_entry(Relation index, const CvIvfMetaPageData *meta, int list,
  * reaches; no scan can hold a pointer to such a page, since only linked
  * pages are ever followed.
  */
-bool
-cvivf_reclaim_page(Relation index, BlockNumber block, BufferAccessStrategy strategy)
+static bool
+reclaim_page(Relation index, BlockNumber block, BufferAccessStrategy strategy, bool retired)
 {
 	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
 	Page		page;
 	GenericXLogState *state;
+	bool		ours;
 	bool		reclaim;
 
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	page = BufferGetPage(buf);
+	ours = !PageIsNew(page) &&
+		PageGetSpecialSize(page) == MAXALIGN(sizeof(CvIvfPageOpaqueData)) &&
+		CvIvfPageGetOpaque(page)->page_id == CVIVF_PAGE_ID;
 	reclaim = PageIsNew(page) ||
-		(PageGetSpecialSize(page) == MAXALIGN(sizeof(CvIvfPageOpaqueData)) &&
-		 CvIvfPageGetOpaque(page)->page_id == CVIVF_PAGE_ID &&
-		 CvIvfPageGetOpaque(page)->kind == CVIVF_PAGE_DATA);
+		(ours && CvIvfPageGetOpaque(page)->kind == CVIVF_PAGE_DATA) ||
+		(ours && retired && CvIvfPageGetOpaque(page)->kind != CVIVF_PAGE_META &&
+		 CvIvfPageGetOpaque(page)->kind != CVIVF_PAGE_FREE);
 	if (reclaim)
 	{
 		state = GenericXLogStart(index);
@@ -998,20 +1168,33 @@ cvivf_reclaim_page(Relation index, BlockNumber block, BufferAccessStrategy strat
 	return reclaim;
 }
 
+bool
+cvivf_reclaim_page(Relation index, BlockNumber block, BufferAccessStrategy strategy)
+{
+	return reclaim_page(index, block, strategy, false);
+}
+
+/*
+ * The same for a page of a retired generation (any kind but the metapage),
+ * once no scan can still be reading it (ivf.h, "Retraining").
+ */
+bool
+cvivf_reclaim_retired_page(Relation index, BlockNumber block, BufferAccessStrategy strategy)
+{
+	return reclaim_page(index, block, strategy, true);
+}
+
 /*
  * Writes the drift pages of a just-built index (the baseline of lists
  * lists), each as a full image, then one record that lists them in the
  * metapage.  Nobody else sees an index under construction, and a crash
  * before the last record leaves only pages nothing lists.
  */
-void
-cvivf_write_drift(Relation index, const CvIvfDriftEntry *entries, uint32 lists)
+static uint32
+write_drift_pages(Relation index, const CvIvfDriftEntry *entries, uint32 lists,
+				  BlockNumber *blocks)
 {
-	BlockNumber blocks[CVIVF_MAX_DRIFT_PAGES];
 	uint32		pages = 0;
-	Buffer		meta_buf;
-	GenericXLogState *state;
-	CvIvfMetaPage meta;
 
 	Assert(lists <= CVIVF_MAX_LISTS);
 	for (uint32 first = 0; first < lists; first += CVIVF_DRIFT_ENTRIES_PER_PAGE)
@@ -1025,6 +1208,18 @@ cvivf_write_drift(Relation index, const CvIvfDriftEntry *entries, uint32 lists)
 		blocks[pages++] = BufferGetBlockNumber(buf);
 		write_page_image(index, buf, image.data);
 	}
+	return pages;
+}
+
+void
+cvivf_write_drift(Relation index, const CvIvfDriftEntry *entries, uint32 lists)
+{
+	BlockNumber blocks[CVIVF_MAX_DRIFT_PAGES];
+	uint32		pages = write_drift_pages(index, entries, lists, blocks);
+	Buffer		meta_buf;
+	GenericXLogState *state;
+	CvIvfMetaPage meta;
+
 	meta_buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
 	LockBuffer(meta_buf, BUFFER_LOCK_EXCLUSIVE);
 	cvivf_check_page(index, BufferGetPage(meta_buf), CVIVF_METAPAGE_BLKNO, CVIVF_PAGE_META);
@@ -1036,6 +1231,21 @@ cvivf_write_drift(Relation index, const CvIvfDriftEntry *entries, uint32 lists)
 	meta->build_blocks = RelationGetNumberOfBlocks(index);
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(meta_buf);
+}
+
+/*
+ * The drift pages of a relocated writer's generation, listed in the
+ * metapage it will switch to.
+ */
+void
+cvivf_writer_drift(CvIvfBuildWriter *writer, const CvIvfDriftEntry *entries, uint32 lists)
+{
+	CvIvfMetaPageData *meta = &writer->meta;
+
+	Assert(writer->relocated);
+	meta->drift_pages = write_drift_pages(writer->index, entries, lists, meta->drift_blocks);
+	meta->drift_lists = lists;
+	writer->reserved += meta->drift_pages;
 }
 
 /* The drift page holding a list's entry, locked exclusively; InvalidBuffer for none. */
@@ -1224,4 +1434,53 @@ cvivf_mark_codes_dead(Relation index, const CvIvfMetaPageData *meta,
 		start = end;
 	}
 	return flagged;
+}
+
+/* ---------------------------------------------------------------------
+ * Retraining: the switch to a new generation, and the old one's pages
+ * freed (ivf.h, "Retraining").
+ * --------------------------------------------------------------------- */
+
+/*
+ * Makes pending (a relocated writer's metapage) the index's metapage, in
+ * one record: every later reader sees the new generation, no reader a mix.
+ * Returns the retired_xid it recorded.
+ */
+uint64
+cvivf_switch_generation(Relation index, CvIvfMetaPageData *pending)
+{
+	Buffer		buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+	GenericXLogState *state;
+	CvIvfMetaPage meta;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(buf), CVIVF_METAPAGE_BLKNO, CVIVF_PAGE_META);
+	meta = CvIvfPageGetMeta(BufferGetPage(buf));
+	pending->generation = meta->generation + 1;
+	pending->retrains = meta->retrains + 1;
+	pending->retired_xid = U64FromFullTransactionId(ReadNextFullTransactionId());
+	state = GenericXLogStart(index);
+	meta = register_whole_meta(state, buf);
+	memcpy(meta, pending, sizeof(CvIvfMetaPageData));
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+	return pending->retired_xid;
+}
+
+/* Clears retired_xid once the pages it guarded are free, unless a later retrain moved it. */
+void
+cvivf_clear_retired(Relation index, uint64 retired_xid)
+{
+	Buffer		buf = ReadBuffer(index, CVIVF_METAPAGE_BLKNO);
+	GenericXLogState *state;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	cvivf_check_page(index, BufferGetPage(buf), CVIVF_METAPAGE_BLKNO, CVIVF_PAGE_META);
+	if (CvIvfPageGetMeta(BufferGetPage(buf))->retired_xid == retired_xid)
+	{
+		state = GenericXLogStart(index);
+		register_whole_meta(state, buf)->retired_xid = 0;
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(buf);
 }

@@ -5,6 +5,8 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+
 #include "storage/bufmgr.h"
 #include "utils/float.h"
 #include "utils/memutils.h"
@@ -56,6 +58,31 @@ cvivf_read_meta(Relation index, CvIvfMetaPageData *meta)
 				 errmsg("index \"%s\" has cvivf format version %u, this build reads version %u",
 						RelationGetRelationName(index), meta->version, CVIVF_VERSION),
 				 errhint("REINDEX it with this version of clustervec.")));
+}
+
+/*
+ * On a standby, stops a scan whose index a replayed cvivf_retrain switched
+ * to a new generation since the scan read meta: the primary frees the old
+ * generation's pages once its own scans are done, and nothing holds that
+ * back for this one (ivf.h, "Retraining").  Called after the scan read
+ * pages and before it trusts what they held: if the count has not moved,
+ * no page it read was freed before it read it.
+ */
+void
+cvivf_check_generation_kept(Relation index, const CvIvfMetaPageData *meta)
+{
+	CvIvfMetaPageData now;
+
+	if (!RecoveryInProgress())
+		return;
+	cvivf_read_meta(index, &now);
+	if (now.retrains != meta->retrains)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("canceling statement due to conflict with recovery"),
+				 errdetail("Index \"%s\" was retrained on the primary while the scan read it.",
+						   RelationGetRelationName(index)),
+				 errhint("Run the statement again: it will read the new lists.")));
 }
 
 /* A cvivf directory is contiguous; a cvlattice one is listed in its metapage. */

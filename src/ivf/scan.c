@@ -326,6 +326,7 @@ open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
 			cvivf_scan_list(scan->indexRelation, &state->meta, entry.first_block, false,
 							NULL, collect_tuple, state);
 	}
+	cvivf_check_generation_kept(scan->indexRelation, &state->meta);
 	cvivf_candidates_order(&state->candidates);
 	return true;
 }

@@ -15,17 +15,26 @@
  * locked until its linking record, so VACUUM waits for each candidate's
  * lock and then walks the lists' tails again (inserts link new pages only
  * after a list's last page) before it reclaims what is still unreached.
+ *
+ * After cvivf_retrain switched generations (ivf.h, "Retraining"), the old
+ * generation's pages are unreached but were reachable, so nothing is
+ * reclaimed until every snapshot is newer than the switch (retired_xid);
+ * then every unreached page of a cvivf index goes, whatever its kind, and
+ * so do the pages a crashed retrain wrote before its switch.
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "commands/vacuum.h"
 #include "storage/bufmgr.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "ivf/ivf.h"
+#include "lattice/lattice.h"
 
 typedef struct DeadTuple
 {
@@ -229,6 +238,7 @@ typedef struct ReclaimState
 	int			capacity;
 	BlockNumber free_pages;		/* reclaimed before, or now */
 	BlockNumber reclaimed;
+	bool		any_kind;		/* unreached pages of every kind go, not only data pages */
 } ReclaimState;
 
 /*
@@ -255,7 +265,8 @@ find_candidates(Relation index, ReclaimState *r, BufferAccessStrategy strategy)
 			RecordFreeIndexPage(index, block);
 			r->free_pages++;
 		}
-		else if (kind == CVIVF_PAGE_DATA || kind == 0)
+		else if (kind == CVIVF_PAGE_DATA || kind == 0 ||
+				 (r->any_kind && kind != CVIVF_PAGE_META))
 		{
 			if (r->count == r->capacity)
 			{
@@ -295,6 +306,59 @@ walk_tails_again(Relation index, const CvIvfMetaPageData *walked, ReclaimState *
 	}
 }
 
+static void
+mark_reached(BulkDeleteState *walk, BlockNumber first, BlockNumber count)
+{
+	for (BlockNumber block = first; block < first + count && block < walk->nblocks; block++)
+		walk->reached[block] = true;
+}
+
+/* The pages of a cvivf index the metapage reaches other than by a chain. */
+static void
+mark_fixed_pages(Relation index, const CvIvfMetaPageData *meta, BulkDeleteState *walk)
+{
+	mark_reached(walk, CVIVF_METAPAGE_BLKNO, 1);
+	mark_reached(walk, meta->first_centroid_block,
+				 meta->first_directory_block - meta->first_centroid_block +
+				 (meta->lists + meta->entries_per_directory_page - 1) /
+				 meta->entries_per_directory_page);
+	for (uint32 i = 0; i < meta->reuse_pages; i++)
+		mark_reached(walk, meta->reuse_blocks[i], 1);
+	for (uint32 i = 0; i < meta->drift_pages; i++)
+		mark_reached(walk, meta->drift_blocks[i], 1);
+	if (!cvivf_is_quantized(meta))
+		return;
+	for (uint32 list = 0; list < meta->lists; list++)
+	{
+		CvIvfCodedListEntry entry;
+
+		cvivf_read_list_entry_bytes(index, meta, list, &entry);
+		if (entry.coded > 0)
+			mark_reached(walk, entry.code_first_block,
+						 (entry.coded + CVIVF_CODES_PER_PAGE(meta) - 1) /
+						 CVIVF_CODES_PER_PAGE(meta));
+	}
+}
+
+/*
+ * Whether pages may be reclaimed now, and of which kinds: none while a
+ * retired generation may still be read; of a cvivf index, every kind once
+ * none may (a cvlattice index's label pages are on no list, so it keeps
+ * to data pages).
+ */
+static bool
+may_reclaim(Relation index, const CvIvfMetaPageData *meta, ReclaimState *r)
+{
+	if (cvlattice_is(meta))
+		return true;
+	if (meta->retired_xid != 0 &&
+		!GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid)))
+		return false;
+	r->any_kind = true;
+	mark_fixed_pages(index, meta, r->walk);
+	return true;
+}
+
 /*
  * Reclaims the data pages no chain reaches (see the header): waits for
  * each candidate's lock, so inserts that held one have linked it, walks
@@ -307,6 +371,8 @@ reclaim_pages(IndexVacuumInfo *info, const CvIvfMetaPageData *meta, ReclaimState
 	Relation	index = info->index;
 	Buffer		buf;
 
+	if (!may_reclaim(index, meta, r))
+		return;
 	find_candidates(index, r, info->strategy);
 	if (r->count == 0)
 		return;
@@ -320,8 +386,11 @@ reclaim_pages(IndexVacuumInfo *info, const CvIvfMetaPageData *meta, ReclaimState
 	walk_tails_again(index, meta, r, info->strategy);
 	for (int i = 0; i < r->count; i++)
 	{
-		if (r->walk->reached[r->candidates[i]] ||
-			!cvivf_reclaim_page(index, r->candidates[i], info->strategy))
+		if (r->walk->reached[r->candidates[i]])
+			continue;
+		if (!(r->any_kind ?
+			  cvivf_reclaim_retired_page(index, r->candidates[i], info->strategy) :
+			  cvivf_reclaim_page(index, r->candidates[i], info->strategy)))
 			continue;
 		r->reclaimed++;
 		r->free_pages++;
@@ -380,6 +449,8 @@ cvivf_bulkdelete_lists(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	reclaim_pages(info, &meta, &reclaim);
 	if (reclaim.free_pages > 0)
 		IndexFreeSpaceMapVacuum(index);
+	if (reclaim.any_kind && meta.retired_xid != 0)
+		cvivf_clear_retired(index, meta.retired_xid);
 	pfree(state.dead);
 	pfree(state.reached);
 	pfree(reclaim.last_pages);
