@@ -38,7 +38,7 @@ OBJS = src/clustervec.o src/access.o src/citus.o src/math_backend.o $(TYPE_OBJS)
 
 REGRESS = cvec_io cvec_typmod cvec_distance cvec_functions cvec_arith \
 	cvec_compare cvec_cast cvec_aggregate cvec_simd \
-	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvivf_recall cvivf_reuse cvivf_sq8 cvivf_health cvlattice cvlattice_errors \
+	cvivf_build cvivf_scan cvivf_vacuum cvivf_errors cvivf_recall cvivf_reuse cvivf_sq8 cvivf_health cvivf_retrain cvlattice cvlattice_errors \
 	cluster_health kmeans gpu_cpu_path \
 	privileges hardening
 REGRESS_OPTS = --inputdir=. --load-extension=clustervec

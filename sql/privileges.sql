@@ -77,6 +77,8 @@ INSERT INTO priv_functions VALUES
 	 $$SELECT rows FROM cvivf_health(%2$L, true)$$),
 	('cvivf_calibrate(regclass,integer)', 'reads',
 	 $$SELECT count(*) FROM cvivf_calibrate(%2$L, 5)$$),
+	('cvivf_retrain(regclass)', 'reads',
+	 $$SELECT rows FROM cvivf_retrain(%2$L)$$),
 	('cvivf_calibration(regclass)', 'reads',
 	 $$SELECT count(*) FROM cvivf_calibration(%2$L)$$),
 	('cvlattice_lists(regclass)', 'reads',

@@ -21,7 +21,9 @@
  *   ok       otherwise.
  * A cvlattice index's lists are its labels and its centroids their exact
  * means, so only the rebuild rules apply to it; the other figures describe
- * the clusters.  Until cvivf_retrain exists, "retrain" is done by REINDEX.
+ * the clusters.  "The build" is the index's last build or cvivf_retrain:
+ * a retrain records a new baseline, and its old pages, free after it, are
+ * not dead space (build_blocks is the size at its switch).
  */
 #include "postgres.h"
 
@@ -74,6 +76,7 @@ typedef struct Health
 	double		dead_space;
 	BlockNumber blocks;
 	BlockNumber build_blocks;
+	uint64		retrains;		/* generations cvivf_retrain made */
 	bool		no_centroids;
 	CvMetric	metric;
 } Health;
@@ -174,6 +177,7 @@ measure_cheap(Relation index, const CvIvfMetaPageData *meta, Health *h)
 	h->distance_build = build_distance(lists, meta->lists);
 	h->blocks = RelationGetNumberOfBlocks(index);
 	h->build_blocks = meta->build_blocks;
+	h->retrains = meta->retrains;
 	h->dead_space = h->baseline ? dead_space(h, meta, lists) : get_float8_nan();
 }
 
@@ -300,8 +304,8 @@ static HeapTuple
 health_tuple(TupleDesc desc, const Health *h)
 {
 	StringInfoData reason;
-	Datum		values[19];
-	bool		nulls[19] = {0};
+	Datum		values[20];
+	bool		nulls[20] = {0};
 	const char *verdict;
 
 	initStringInfo(&reason);
@@ -327,6 +331,7 @@ health_tuple(TupleDesc desc, const Health *h)
 	nulls[16] = !h->baseline;
 	values[17] = CStringGetTextDatum(verdict);
 	values[18] = CStringGetTextDatum(reason.data);
+	values[19] = Int64GetDatum(h->retrains);
 	return heap_form_tuple(desc, values, nulls);
 }
 

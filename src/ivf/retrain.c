@@ -502,10 +502,13 @@ cvivf_retrain(PG_FUNCTION_ARGS)
 	PageSet    *old;
 	uint64		retired_xid;
 	int64		freed;
+	bool		lattice;
 
 	PreventCommandDuringRecovery("cvivf_retrain()");
-	r.index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_MAINTAIN, "cvivf_retrain", &heap);
-	cv_citus_refuse_shell(RelationGetRelid(heap), "cvivf_retrain", RelationGetRelationName(heap));
+	r.index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_MAINTAIN, "cvivf_retrain", &heap,
+								   &lattice);
+	cv_citus_refuse_shell(RelationGetRelid(heap), "cvivf_retrain",
+						  "Retrain each shard's index where it is, through run_command_on_placements (README, \"Citus\").");
 	cvivf_read_meta(r.index, &r.old);
 	check_retrainable(&r);
 	/* pg_stat_progress_create_index shows it as a concurrent rebuild of the index */
