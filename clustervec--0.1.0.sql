@@ -267,7 +267,7 @@ CREATE FUNCTION cvivf_health(index regclass, exact boolean DEFAULT false,
                              OUT mean_distance_build float8, OUT mean_distance_now float8,
                              OUT distance_ratio float8, OUT dead_space_fraction float8,
                              OUT index_blocks bigint, OUT build_blocks bigint,
-                             OUT recommendation text, OUT reason text)
+                             OUT recommendation text, OUT reason text, OUT retrains bigint)
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- cvlattice: an index over the user's own clusters ---------------------------

@@ -64,9 +64,10 @@ cvivf_read_meta(Relation index, CvIvfMetaPageData *meta)
  * On a standby, stops a scan whose index a replayed cvivf_retrain switched
  * to a new generation since the scan read meta: the primary frees the old
  * generation's pages once its own scans are done, and nothing holds that
- * back for this one (ivf.h, "Retraining").  Called after the scan read
- * pages and before it trusts what they held: if the count has not moved,
- * no page it read was freed before it read it.
+ * back for this one (ivf.h, "Retraining").  Called before a scan reads
+ * more lists, and after it read pages (lists, or the vector of a row it
+ * ranked by a bound), before it trusts what they held: if the count has
+ * not moved, no page it read was freed before it read it.
  */
 void
 cvivf_check_generation_kept(Relation index, const CvIvfMetaPageData *meta)

@@ -150,8 +150,11 @@ refine_top(IndexScanDesc scan, CvIvfScanState *state)
 	if (state->vector == NULL)
 		state->vector = MemoryContextAlloc(state->context,
 										   sizeof(float) * state->meta.dimensions);
+	/* on a standby, its page may have been freed since the scan read its list */
+	cvivf_check_generation_kept(scan->indexRelation, &state->meta);
 	cvivf_read_vector_at(scan->indexRelation, &state->meta, top->block, top->offset,
 						 state->vector);
+	cvivf_check_generation_kept(scan->indexRelation, &state->meta);
 	top->distance = cvivf_distance(state->meta.metric, state->query, state->vector,
 								   state->meta.dimensions);
 	top->exact = true;
@@ -302,6 +305,7 @@ open_next_lists(IndexScanDesc scan, CvIvfScanState *state)
 
 	if (batch <= 0)
 		return false;
+	cvivf_check_generation_kept(scan->indexRelation, &state->meta);
 	for (int i = 0; i < batch; i++)
 	{
 		CvIvfListEntry entry;

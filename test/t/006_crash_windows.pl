@@ -39,87 +39,11 @@ $node->append_conf('postgresql.conf',
 $node->restart;
 $node->safe_psql('postgres', 'CREATE TABLE cv_marker (x int)');
 
-# A psql in the background under application_name $app.
-sub start_session
-{
-	my ($app, @commands) = @_;
-	my ($out, $err) = ('', '');
-	return IPC::Run::start(
-		[
-			'psql', '-XAtq', '-d',
-			$node->connstr('postgres') . " application_name=$app",
-			map { ('-c', $_) } @commands
-		],
-		'<', \undef, '>', \$out, '2>', \$err);
-}
-
-# Runs @commands in a session whose backend gdb stops at its $hits-th call
-# of GenericXLogFinish (the $hits-1 records before it are written); then a
-# commit from another session flushes the WAL, and the stopped backend is
-# killed.  The session first waits for an advisory lock held until gdb is
-# in place.  Returns gdb's output.
-sub crash_at_record
-{
-	my ($hits, @commands) = @_;
-	my $holder = start_session('cv_holder', 'SELECT pg_advisory_lock(4242)',
-		'SELECT pg_sleep(3600)');
-	$node->poll_query_until('postgres',
-		"SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND granted"
-	) or die 'the lock holder did not start';
-	my $victim =
-	  start_session('cv_victim', 'SELECT pg_advisory_lock(4242)', @commands);
-	$node->poll_query_until('postgres',
-		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'cv_victim' AND wait_event_type = 'Lock'"
-	) or die 'the victim session did not start';
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE application_name = 'cv_victim'");
-
-	my $flush = sprintf(
-		q{shell psql -XAtq -h '%s' -p %d -d postgres -c 'INSERT INTO cv_marker VALUES (1)'},
-		$node->host, $node->port);
-	my $gdb_out = '';
-	my $timer = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
-	my $gdb = IPC::Run::start(
-		[
-			'gdb', '-nx', '-batch', '-p', $pid,
-			'-ex', 'set pagination off',
-			# the backend's own signals (latches, timeouts) pass through
-			'-ex', 'handle all nostop noprint pass',
-			'-ex', 'break GenericXLogFinish',
-			'-ex', 'ignore 1 ' . ($hits - 1),
-			'-ex', 'continue',
-			'-ex', 'bt 3',
-			'-ex', $flush,
-			'-ex', 'signal SIGKILL'
-		],
-		'<', \undef, '>&', \$gdb_out, $timer);
-	pump_until($gdb, $timer, \$gdb_out, qr/Breakpoint 1 at/)
-	  or die "gdb did not set its breakpoint: $gdb_out";
-	# let the victim go: it runs into the breakpoint
-	$node->safe_psql('postgres',
-		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cv_holder'"
-	);
-	$gdb->finish;
-	$holder->finish;
-	$victim->finish;
-	# the postmaster reinitialises after the crash; wait for recovery
-	$node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM cv_marker')
-	  or die 'the server did not come back after the crash';
-	$node->safe_psql('postgres', 'TRUNCATE cv_marker');
-	note join "\n", grep { /^#\d/ } split /\n/, $gdb_out;
-	return $gdb_out;
-}
-
 # gdb must be able to attach to a backend (ptrace may be forbidden)
+if (!cv_gdb_can_attach($node))
 {
-	my $pid = $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
-	my $probe = `gdb -nx -batch -p $pid -ex 'info sharedlibrary' 2>&1`;
-	if ($probe =~ /ptrace|Operation not permitted|Could not attach/i)
-	{
-		$node->stop;
-		plan skip_all => 'gdb cannot attach to a backend here';
-	}
+	$node->stop;
+	plan skip_all => 'gdb cannot attach to a backend here';
 }
 
 # 1. a crash in the middle of VACUUM's pass over the index
@@ -131,7 +55,7 @@ DELETE FROM vt WHERE id % 2 = 0;
 CHECKPOINT;
 });
 # PARALLEL 0: the index pass runs in this backend, not in a worker
-my $gdb = crash_at_record(21, 'VACUUM (INDEX_CLEANUP ON, PARALLEL 0) vt');
+my $gdb = cv_crash_at_record($node, 21, 'VACUUM (INDEX_CLEANUP ON, PARALLEL 0) vt');
 like($gdb, qr/Breakpoint 1, [^\n]*GenericXLogFinish/,
 	'VACUUM: stopped at its 21st GenericXLog record');
 like($gdb, qr/cvivf|bulkdelete|mark_dead/i, 'VACUUM: the record was cvivf\'s');
@@ -152,7 +76,7 @@ cv_load_clustered($node, 'w', rows => 12, dims => $wide, centres => 2,
 $node->safe_psql('postgres',
 	'CREATE INDEX w_v_idx ON w USING cvivf (v) WITH (lists = 2, sample_rows = 12)');
 my $before = $node->safe_psql('postgres', 'SELECT count(*) FROM w');
-$gdb = crash_at_record(2,
+$gdb = cv_crash_at_record($node, 2,
 	"INSERT INTO w (id, v) VALUES (100, cv_keyed_point(1, $wide, 2.0, 100))");
 like($gdb, qr/Breakpoint 1, [^\n]*GenericXLogFinish/,
 	'wide INSERT: stopped at its second GenericXLog record');
@@ -198,7 +122,7 @@ $node->safe_psql('postgres',
 	'DELETE FROM w WHERE id > 200; VACUUM (INDEX_CLEANUP ON) w; CHECKPOINT');
 $before = $node->safe_psql('postgres', 'SELECT count(*) FROM w');
 my $filled_size = $node->safe_psql('postgres', $size_sql);
-$gdb = crash_at_record(2,
+$gdb = cv_crash_at_record($node, 2,
 	"INSERT INTO w (id, v) VALUES (300, cv_keyed_point(0, $wide, 2.0, 300))");
 like($gdb, qr/write_fill|fill_dead_slot/,
 	'wide INSERT into a dead slot: stopped in the fill\'s second record');

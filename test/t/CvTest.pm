@@ -35,6 +35,8 @@ our @EXPORT = qw(
   cv_sql
   cv_try_sql
   cv_wait_for
+  cv_gdb_can_attach
+  cv_crash_at_record
 );
 
 # A started node with clustervec and the data-generating SQL functions in
@@ -320,6 +322,92 @@ sub cv_wait_for
 		Time::HiRes::usleep(20_000);
 	}
 	return undef;
+}
+
+# A psql in the background under application_name $app.
+sub _cv_session
+{
+	my ($node, $app, @commands) = @_;
+	my ($out, $err) = ('', '');
+	return IPC::Run::start(
+		[
+			'psql', '-XAtq', '-d',
+			$node->connstr('postgres') . " application_name=$app",
+			map { ('-c', $_) } @commands
+		],
+		'<', \undef, '>', \$out, '2>', \$err);
+}
+
+# Runs @commands in a session whose backend gdb stops at its $hits-th call
+# of GenericXLogFinish (the $hits-1 records before it are written); then a
+# commit from another session flushes the WAL, and the stopped backend is
+# killed.  The session first waits for an advisory lock held until gdb is
+# in place.  Returns gdb's output (without "Breakpoint 1," when the
+# commands wrote fewer records and ended).  The node needs
+# restart_after_crash = on (the default).
+sub cv_crash_at_record
+{
+	my ($node, $hits, @commands) = @_;
+	$node->safe_psql('postgres', 'CREATE TABLE IF NOT EXISTS cv_marker (x int)');
+	my $holder = _cv_session($node, 'cv_holder', 'SELECT pg_advisory_lock(4242)',
+		'SELECT pg_sleep(3600)');
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND granted"
+	) or die 'the lock holder did not start';
+	my $victim =
+	  _cv_session($node, 'cv_victim', 'SELECT pg_advisory_lock(4242)', @commands);
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'cv_victim' AND wait_event_type = 'Lock'"
+	) or die 'the victim session did not start';
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'cv_victim'");
+
+	my $flush = sprintf(
+		q{shell psql -XAtq -h '%s' -p %d -d postgres -c 'INSERT INTO cv_marker VALUES (1)'},
+		$node->host, $node->port);
+	my $gdb_out = '';
+	my $timer = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
+	my $gdb = IPC::Run::start(
+		[
+			'gdb', '-nx', '-batch', '-p', $pid,
+			'-ex', 'set pagination off',
+			# the backend's own signals (latches, timeouts) pass through
+			'-ex', 'handle all nostop noprint pass',
+			'-ex', 'break GenericXLogFinish',
+			'-ex', 'ignore 1 ' . ($hits - 1),
+			'-ex', 'continue',
+			'-ex', 'bt 3',
+			'-ex', $flush,
+			'-ex', 'signal SIGKILL'
+		],
+		'<', \undef, '>&', \$gdb_out, $timer);
+	pump_until($gdb, $timer, \$gdb_out, qr/Breakpoint 1 at/)
+	  or die "gdb did not set its breakpoint: $gdb_out";
+	# let the victim go: it runs into the breakpoint
+	$node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cv_holder'"
+	);
+	$gdb->finish;
+	$holder->finish;
+	$victim->finish;
+	# the postmaster reinitialises after the crash; wait for recovery
+	$node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM cv_marker')
+	  or die 'the server did not come back after the crash';
+	$node->safe_psql('postgres', 'TRUNCATE cv_marker');
+	note join "\n", grep { /^#\d/ } split /\n/, $gdb_out;
+	return $gdb_out;
+}
+
+# Whether gdb can attach to a backend of $node (ptrace may be forbidden, or
+# gdb missing).
+sub cv_gdb_can_attach
+{
+	my ($node) = @_;
+	return 0 if system('gdb --version >/dev/null 2>&1') != 0;
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
+	my $probe = `gdb -nx -batch -p $pid -ex 'info sharedlibrary' 2>&1`;
+	return $probe !~ /ptrace|Operation not permitted|Could not attach/i;
 }
 
 1;
