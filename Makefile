@@ -20,7 +20,7 @@ IVF_OBJS = src/ivf/handler.o src/ivf/settings.o src/ivf/metric.o \
 	src/ivf/validate.o src/ivf/introspect.o src/ivf/mirror_upload.o \
 	src/ivf/mirror_merge.o src/ivf/scan_gpu.o src/ivf/scan_report.o src/ivf/layout.o \
 	src/ivf/recall.o src/ivf/drift.o src/ivf/health.o \
-	src/ivf/calibrate.o src/ivf/codes.o src/ivf/candidates.o src/ivf/retrain.o
+	src/ivf/calibrate.o src/ivf/codes.o src/ivf/candidates.o src/ivf/retrain.o src/ivf/free_runs.o
 LATTICE_OBJS = src/lattice/handler.o src/lattice/labels.o src/lattice/page.o src/lattice/groups.o \
 	src/lattice/build.o src/lattice/insert.o src/lattice/vacuum.o src/lattice/scan.o \
 	src/lattice/validate.o src/lattice/introspect.o src/lattice/observed.o

@@ -40,6 +40,8 @@ CV_DEB_PACKAGES=(
 	python3-matplotlib
 	# test/t/012_pg_cron.pl: the README's pg_cron recipes under the real pg_cron
 	"postgresql-${PG_MAJOR}-cron"
+	# test/t/006_crash_windows.pl, 016_retrain.pl: crashes placed between WAL records
+	gdb
 	# scripts/fuzz.sh: clang's libFuzzer and sanitizer runtimes, llvm-symbolizer
 	clang
 	libclang-rt-14-dev

@@ -123,6 +123,14 @@ SELECT rows FROM cvivf_retrain('rt_sq8');
 SELECT cvivf_verify('rt_sq8');
 SELECT rt_lists_are_nearest('rt_sq8', 'rt') AS lists_are_nearest;
 SELECT rt_exact('rt_sq8', 'rt', '<->', 20) AS sq8_exact;
+-- retrains of unchanged data take the pages the one before freed, codes'
+-- contiguous runs included: after two, the index stops growing
+SELECT pages_freed = old_pages AS freed_all FROM cvivf_retrain('rt_sq8');
+SELECT pg_relation_size('rt_sq8') AS size_two \gset
+SELECT pages_freed = old_pages AS freed_all FROM cvivf_retrain('rt_sq8');
+SELECT pages_freed = old_pages AS freed_all FROM cvivf_retrain('rt_sq8');
+SELECT pg_relation_size('rt_sq8') <= 1.02 * :size_two AS stopped_growing;
+SELECT cvivf_verify('rt_sq8');
 
 -- an index built on an empty table (one list, no centroid) gets its lists
 CREATE TABLE rt_late (id int PRIMARY KEY, v cvec(16));

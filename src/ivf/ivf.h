@@ -441,6 +441,13 @@ extern uint64 cvivf_switch_generation(Relation index, CvIvfMetaPageData *pending
 extern void cvivf_clear_retired(Relation index, uint64 retired_xid);
 extern bool cvivf_reclaim_retired_page(Relation index, BlockNumber block,
 									   BufferAccessStrategy strategy);
+extern bool cvivf_claim_free_page(Relation index, BlockNumber block);
+
+/* free_runs.c: the free pages a relocated writer takes, as contiguous runs */
+typedef struct CvIvfFreeRuns CvIvfFreeRuns;
+
+extern CvIvfFreeRuns *cvivf_free_runs_find(Relation index);
+extern BlockNumber cvivf_free_runs_take(CvIvfFreeRuns *runs, Relation index, BlockNumber count);
 extern void cvivf_append_tuple(Relation index, const CvIvfMetaPageData *meta, int list,
 							   ItemPointer tid, const float *vector);
 

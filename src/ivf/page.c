@@ -150,6 +150,7 @@ struct CvIvfBuildWriter
 	BlockNumber run_next;		/* the reserved run's next unused block */
 	BlockNumber run_end;
 	BlockNumber reserved;		/* blocks reserved in all */
+	CvIvfFreeRuns *free_runs;	/* taken before reserving */
 };
 
 /* Pages a relocated writer reserves at a time for its data pages. */
@@ -210,39 +211,34 @@ reserve_run(CvIvfBuildWriter *writer, BlockNumber count)
 }
 
 /*
- * A page VACUUM freed, taken for a relocated writer's data page: formatted
- * as an empty data page at once (a small record), so no insert takes it
- * too; InvalidBlockNumber when the free space map has none.  Until the
- * writer links it, it is a data page no chain reaches, as an insert's
+ * Takes a page VACUUM or a retrain freed for a relocated writer: formatted
+ * as an empty data page at once (a small record) and out of the free space
+ * map, so no insert takes it too; false when it is no longer free.  Until
+ * the writer writes it, it is a data page no chain reaches, as an insert's
  * continuation page before its linking record.
  */
-static BlockNumber
-claim_free_page(Relation index)
+bool
+cvivf_claim_free_page(Relation index, BlockNumber block)
 {
-	for (;;)
+	Buffer		buf = ReadBuffer(index, block);
+	bool		claimed = false;
+
+	if (ConditionalLockBuffer(buf))
 	{
-		BlockNumber block = GetFreeIndexPage(index);
-		Buffer		buf;
-
-		if (!BlockNumberIsValid(block))
-			return InvalidBlockNumber;
-		buf = ReadBuffer(index, block);
-		if (ConditionalLockBuffer(buf))
+		if (page_is_free(BufferGetPage(buf)))
 		{
-			if (page_is_free(BufferGetPage(buf)))
-			{
-				GenericXLogState *state = GenericXLogStart(index);
+			GenericXLogState *state = GenericXLogStart(index);
 
-				CvIvfPageGetOpaque(GenericXLogRegisterBuffer(state, buf, 0))->kind =
-					CVIVF_PAGE_DATA;
-				GenericXLogFinish(state);
-				UnlockReleaseBuffer(buf);
-				return block;
-			}
-			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+			CvIvfPageGetOpaque(GenericXLogRegisterBuffer(state, buf, 0))->kind =
+				CVIVF_PAGE_DATA;
+			GenericXLogFinish(state);
+			RecordUsedIndexPage(index, block);
+			claimed = true;
 		}
-		ReleaseBuffer(buf);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 	}
+	ReleaseBuffer(buf);
+	return claimed;
 }
 
 /* The block of the next page written on its own (a data page). */
@@ -253,7 +249,7 @@ writer_block(CvIvfBuildWriter *writer)
 
 	if (!writer->relocated)
 		return writer->next_block++;
-	block = claim_free_page(writer->index);
+	block = cvivf_free_runs_take(writer->free_runs, writer->index, 1);
 	if (BlockNumberIsValid(block))
 	{
 		writer->reserved++;
@@ -274,7 +270,13 @@ writer_run(CvIvfBuildWriter *writer, BlockNumber count)
 	BlockNumber first = writer->next_block;
 
 	if (writer->relocated)
-		return reserve_run(writer, count);
+	{
+		first = cvivf_free_runs_take(writer->free_runs, writer->index, count);
+		if (!BlockNumberIsValid(first))
+			return reserve_run(writer, count);
+		writer->reserved += count;
+		return first;
+	}
 	writer->next_block += count;
 	return first;
 }
@@ -351,6 +353,7 @@ cvivf_writer_begin_relocated(Relation index, const CvIvfMetaPageData *meta)
 	CvIvfBuildWriter *writer = cvivf_writer_begin(index, MAIN_FORKNUM, meta);
 
 	writer->relocated = true;
+	writer->free_runs = cvivf_free_runs_find(index);
 	return writer;
 }
 

@@ -1,9 +1,10 @@
 
 # The README's pg_cron recipes (issue 15, item 4) under the real pg_cron
 # (Debian's postgresql-15-cron): a cluster_health snapshot into a history
-# table, a weekly REINDEX INDEX CONCURRENTLY, and the conditional rebuild
-# (a check job that turns a REINDEX INDEX CONCURRENTLY job on when
-# cvivf_health recommends it and off when not).  Each job's outcome is read
+# table, a weekly REINDEX INDEX CONCURRENTLY, the conditional retrain (one
+# statement: cvivf_retrain where cvivf_health says retrain) and the
+# conditional rebuild (a check job that turns a REINDEX INDEX CONCURRENTLY
+# job on when cvivf_health says rebuild and off when not).  Each job's outcome is read
 # from cron.job_run_details and its effect checked: the history grew with the
 # summary of cluster_health_summary, the rebuilt indexes have new
 # relfilenodes and fresh baselines, and a REINDEX that fails (a role whose
@@ -69,6 +70,13 @@ cv_load_clustered($node, 'drifted', rows => 1500, dims => $dims, centres => 12, 
 is(sql(q{SELECT recommendation FROM cvivf_health('drifted_idx')}), 'retrain',
 	'the drifted index needs new centroids before any job runs');
 is(sql(q{SELECT recommendation FROM cvivf_health('items_idx')}), 'ok', 'the other does not');
+# an index built before its rows: one list, no centroid, so it needs a rebuild
+sql(qq{CREATE TABLE late (id bigint PRIMARY KEY, c int, v cvec($dims));
+	CREATE INDEX late_idx ON late USING cvivf (v) WITH (lists = 12, seed = 3)});
+cv_load_clustered($node, 'late', rows => 2000, dims => $dims, centres => 12, sigma => 2.0,
+	seed => 0.6, no_create => 1);
+is(sql(q{SELECT recommendation FROM cvivf_health('late_idx')}), 'rebuild',
+	'the index built on an empty table needs a rebuild');
 
 # The recipes, as the README gives them (jobs every $every instead of nightly and weekly).
 sql(q{
@@ -90,14 +98,18 @@ FROM cluster_health_summary('items', 'c', 'v', progress => false) s,
 \$job\$);
 SELECT cron.schedule('clustervec-reindex-items', '$every',
 	'REINDEX INDEX CONCURRENTLY items_idx');
-SELECT cron.schedule('clustervec-rebuild-drifted', '1-59/2 * * * *',
-	'REINDEX INDEX CONCURRENTLY drifted_idx');
+SELECT cron.schedule('clustervec-retrain-drifted', '$every', \$job\$
+SELECT cvivf_retrain('drifted_idx') FROM cvivf_health('drifted_idx')
+WHERE recommendation = 'retrain'
+\$job\$);
+SELECT cron.schedule('clustervec-rebuild-late', '1-59/2 * * * *',
+	'REINDEX INDEX CONCURRENTLY late_idx');
 SELECT cron.alter_job(jobid, active => false) FROM cron.job
-	WHERE jobname = 'clustervec-rebuild-drifted';
-SELECT cron.schedule('clustervec-check-drifted', '*/2 * * * *', \$job\$
-SELECT cron.alter_job(j.jobid, active => h.recommendation <> 'ok')
-FROM cron.job j, cvivf_health('drifted_idx') h
-WHERE j.jobname = 'clustervec-rebuild-drifted'
+	WHERE jobname = 'clustervec-rebuild-late';
+SELECT cron.schedule('clustervec-check-late', '*/2 * * * *', \$job\$
+SELECT cron.alter_job(j.jobid, active => h.recommendation = 'rebuild')
+FROM cron.job j, cvivf_health('late_idx') h
+WHERE j.jobname = 'clustervec-rebuild-late'
 \$job\$);
 });
 
@@ -114,7 +126,7 @@ sql(qq{SELECT cron.schedule_in_database('clustervec-reindex-small', '$every',
 	'REINDEX INDEX CONCURRENTLY small_idx', 'postgres', 'cv_rebuilder')});
 
 my %filenode = map { $_ => sql(qq{SELECT pg_relation_filenode('$_')}) }
-  qw(items_idx drifted_idx small_idx);
+  qw(items_idx drifted_idx small_idx late_idx);
 
 # "status count" of a job's runs
 sub runs
@@ -183,27 +195,46 @@ sql(qq{DROP INDEX CONCURRENTLY $_}) foreach split(/,/, $leftover);
 is(sql(q{SELECT count(*) FROM pg_index WHERE indrelid = 'small'::regclass AND NOT indisvalid}),
 	'0', 'dropped, no invalid index remains');
 
-# the conditional rebuild: on while cvivf_health says retrain, then it ran, then off
-ok(defined cv_wait_for($node, runs('clustervec-check-drifted', 'succeeded'), 't', 150),
-	'the check job succeeded');
-is(sql(q{SELECT active FROM cron.job WHERE jobname = 'clustervec-rebuild-drifted'}), 't',
-	'and turned the rebuild on');
-ok(defined cv_wait_for($node, runs('clustervec-rebuild-drifted', 'succeeded'), 't', 150),
-	'the rebuild ran');
-isnt(sql(q{SELECT pg_relation_filenode('drifted_idx')}), $filenode{drifted_idx},
-	'the drifted index was rebuilt');
+# the conditional retrain: it retrained once, in place, and then had nothing to do
+ok(defined cv_wait_for($node, runs('clustervec-retrain-drifted', 'succeeded'), 't', $wait),
+	'the retrain job succeeded');
+ok(defined cv_wait_for($node, q{SELECT retrains FROM cvivf_health('drifted_idx')}, '1', $wait),
+	'it retrained the drifted index');
 is(sql(q{SELECT recommendation FROM cvivf_health('drifted_idx')}), 'ok',
+	'which no longer needs it');
+is(sql(q{SELECT pg_relation_filenode('drifted_idx')}), $filenode{drifted_idx},
+	'in place: the same relfilenode');
+ok(defined cv_wait_for($node, q{SELECT count(*) >= 2 FROM cron.job_run_details d
+		JOIN cron.job j USING (jobid) WHERE j.jobname = 'clustervec-retrain-drifted'
+		AND d.status = 'succeeded'}, 't', $wait),
+	'the job ran again');
+is(sql(q{SELECT retrains FROM cvivf_health('drifted_idx')}), '1',
+	'and decided there was nothing to retrain');
+sql(q{SELECT cron.unschedule('clustervec-retrain-drifted')});
+cv_verify_ok($node, 'drifted_idx');
+cv_reachable_ok($node, 'drifted', 'drifted_idx', name => 'the retrained index');
+
+# the conditional rebuild: on while cvivf_health says rebuild, then it ran, then off
+ok(defined cv_wait_for($node, runs('clustervec-check-late', 'succeeded'), 't', 150),
+	'the check job succeeded');
+is(sql(q{SELECT active FROM cron.job WHERE jobname = 'clustervec-rebuild-late'}), 't',
+	'and turned the rebuild on');
+ok(defined cv_wait_for($node, runs('clustervec-rebuild-late', 'succeeded'), 't', 150),
+	'the rebuild ran');
+isnt(sql(q{SELECT pg_relation_filenode('late_idx')}), $filenode{late_idx},
+	'the index built on an empty table was rebuilt');
+is(sql(q{SELECT recommendation FROM cvivf_health('late_idx')}), 'ok',
 	'and no longer needs it');
 ok(defined cv_wait_for($node, q{SELECT NOT active FROM cron.job
-		WHERE jobname = 'clustervec-rebuild-drifted'}, 't', 150),
+		WHERE jobname = 'clustervec-rebuild-late'}, 't', 150),
 	'the next check turned the rebuild off');
 is(sql(q{SELECT count(*) FROM cron.job_run_details d JOIN cron.job j USING (jobid)
-		WHERE j.jobname = 'clustervec-rebuild-drifted' AND d.status = 'succeeded'}), '1',
+		WHERE j.jobname = 'clustervec-rebuild-late' AND d.status = 'succeeded'}), '1',
 	'the rebuild ran once');
 is(sql(q{SELECT count(*) FROM cron.job_run_details d JOIN cron.job j USING (jobid)
 		WHERE j.jobname <> 'clustervec-reindex-small' AND d.status NOT IN ('succeeded', 'running', 'starting')}),
 	'0', 'no other job failed');
-cv_verify_ok($node, 'drifted_idx');
+cv_verify_ok($node, 'late_idx');
 
 $node->stop;
 done_testing();
