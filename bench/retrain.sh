@@ -49,15 +49,19 @@ q -c "SET clustervec.gpu = $gpu; SET maintenance_work_mem = '4GB';
       CREATE INDEX items_idx ON items USING cvivf (v) WITH (lists = $lists)"
 echo "build on the first half: $(since "$t") s"
 t=$(now)
-q -c "INSERT INTO items SELECT * FROM staging WHERE c >= $clusters / 2"
+for p in 0 1 2 3 4 5 6 7; do
+  q -c "INSERT INTO items SELECT * FROM staging WHERE c >= $clusters / 2 AND id % 8 = $p" &
+done; wait
 q -c "ANALYZE items"
-echo "inserting the second half through the index: $(since "$t") s"
+echo "inserting the second half through the index (8 sessions): $(since "$t") s"
 q -c "DROP TABLE staging"
 
 recall() {
   q -c "SELECT round(recall::numeric, 4) FROM cvivf_recall('items_idx', 200, 10, $probes)"
 }
 index_size() { q -c "SELECT pg_indexes_size('items')"; }
+# builds the GPU worker served so far (0 without a worker)
+gpu_builds() { q -c "SELECT coalesce(index_builds, 0) FROM clustervec_gpu_info()" 2>/dev/null || echo 0; }
 
 cat > "$work/query.sql" <<EOF
 \set q random(1, 1000)
@@ -80,6 +84,8 @@ latency() {
 run() {
   local name=$1 sql=$2 before size peak t0 t1 t2 sampler
   before=$(index_size)
+  local builds0 builds1
+  builds0=$(gpu_builds)
   rm -f "$work"/log.* "$work/stop"
   # two-second runs until told to stop, so every run's log is complete
   (i=0; while [ ! -e "$work/stop" ]; do
@@ -97,12 +103,14 @@ run() {
   kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
   sleep 2
   touch "$work/stop"; wait $bench 2>/dev/null
+  builds1=$(gpu_builds)
   peak=$(sort -n "$work/sizes" | tail -1)
   size=$(index_size)
   local base during
   base=$(latency "$(awk -v a="$t0" 'BEGIN { print a - 5 }')" "$t0")
   during=$(latency "$t1" "$t2")
-  printf '| %s | %s | %.0f | %.0f | %s | %s | %s |\n' "$name" \
+  printf '| %s | %s | %s | %.0f | %.0f | %s | %s | %s |\n' "$name" \
+    "$( [ "$builds1" -gt "$builds0" ] && echo GPU || echo CPU )" \
     "$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.2f", b - a }')" \
     "$(awk -v p="$peak" -v b="$before" 'BEGIN { print (p - b) / 1048576 }')" \
     "$(awk -v s="$size" 'BEGIN { print s / 1048576 }')" \
@@ -112,8 +120,8 @@ run() {
 echo "== drifted: recall@10 at probes $probes before any operation: $(recall)"
 q -c "SELECT recommendation, reason FROM cvivf_health('items_idx')"
 echo
-echo "| operation | seconds | peak extra index MB | index MB after | query p50 / p99 ms before | during | recall@10 after |"
-echo "|---|---|---|---|---|---|---|"
+echo "| operation | k-means | seconds | peak extra index MB | index MB after | query p50 / p99 ms before | during | recall@10 after |"
+echo "|---|---|---|---|---|---|---|---|"
 run "cvivf_retrain" "SELECT * FROM cvivf_retrain('items_idx')"
 run "REINDEX INDEX CONCURRENTLY" "REINDEX INDEX CONCURRENTLY items_idx"
 if [ -s "$work/pgbench.err" ]; then echo "pgbench stderr:"; tail -3 "$work/pgbench.err"; fi
