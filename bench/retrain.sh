@@ -21,6 +21,8 @@ rows=${1:-1000000}; dims=${2:-128}; clusters=${3:-1000}; lists=${4:-1000}
 probes=${5:-8}
 gpu=${CLUSTERVEC_GPU:-auto}
 work=${CV_BENCH_DIR:-/tmp/cvretrain}
+# on the GPU machine the bundle's PostgreSQL is not on PATH: device-env.sh defines pg_psql
+if ! command -v psql >/dev/null && [ -f .gpu/device-env.sh ]; then . .gpu/device-env.sh; fi
 if declare -F pg_psql >/dev/null; then
   q() { pg_psql -X -q -At "$@"; }
   bench_cmd() { LD_LIBRARY_PATH=/opt/pglibs "$PGBIN/pgbench" "$@"; }
