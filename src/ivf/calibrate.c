@@ -24,6 +24,7 @@
 
 #include "access.h"
 #include "ivf/ivf.h"
+#include "lattice/lattice.h"
 #include "math/calibration.h"
 #include "math/prng.h"
 
@@ -294,7 +295,9 @@ calibrate_rows(Relation index, const CvIvfMetaPageData *meta, int queries,
 
 	if ((meta->flags & CVIVF_META_NO_CENTROIDS) || meta->lists < 2)
 		return false;
-	centroids = cvivf_get_centroids(index, meta, &owned);
+	/* a cvlattice scan ranks its published means as they are now (cosine: normalised) */
+	centroids = cvlattice_is(meta) ? cvivf_read_ranking_centroids(index, meta) :
+		cvivf_get_centroids(index, meta, &owned);
 	calibrator_init(&c, meta->metric, meta->dimensions, centroids, meta->lists, 0,
 					CALIBRATION_K);
 	c.queries = palloc_extended(sizeof(float) * meta->dimensions * (Size) queries,
@@ -348,12 +351,14 @@ cvivf_calibrate(PG_FUNCTION_ARGS)
 	Relation	index;
 	CvIvfMetaPageData meta;
 	CvIvfCalibration result;
+	bool		lattice;
 
 	if (queries < 2 || queries > CALIBRATION_MAX_QUERIES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("queries must be between 2 and %d", CALIBRATION_MAX_QUERIES)));
-	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_calibrate", &heap);
+	index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_calibrate", &heap,
+								 &lattice);
 	InitMaterializedSRF(fcinfo, 0);
 	cvivf_read_meta(index, &meta);
 	if (!calibrate_rows(index, &meta, queries, &result))
@@ -375,8 +380,9 @@ Datum
 cvivf_calibration(PG_FUNCTION_ARGS)
 {
 	Relation	heap;
-	Relation	index = cv_open_cvivf(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_calibration",
-									  &heap);
+	bool		lattice;
+	Relation	index = cv_open_vector_index(PG_GETARG_OID(0), CV_INDEX_READ, "cvivf_calibration",
+											 &heap, &lattice);
 	CvIvfMetaPageData meta;
 
 	InitMaterializedSRF(fcinfo, 0);

@@ -259,6 +259,12 @@ plan_cpu_scan(IndexScanDesc scan, CvIvfScanState *state)
 										   state->query_is_null ? NULL : state->query,
 										   &state->ranked, &state->max_lists, &state->batch);
 		state->ranked_sorted = INT_MAX;	/* cvlattice orders its own */
+		/* probes from clustervec.target_recall's calibration, as the GPU path reads */
+		if (!state->keyed && state->probes != cvivf_probes)
+		{
+			state->batch = state->probes;
+			state->max_lists = cvivf_scan_limit_for((int) state->meta.lists, state->probes);
+		}
 		return;
 	}
 	rank_lists(scan->indexRelation, state);

@@ -144,15 +144,16 @@ notice_uncalibrated(Relation index)
 	ereport(NOTICE,
 			(errmsg("index \"%s\" has no recall calibration, so clustervec.target_recall falls back to clustervec.probes",
 					RelationGetRelationName(index)),
-			 errhint("Run SELECT cvivf_calibrate('%s'), or REINDEX it.",
+			 errhint("Run SELECT cvivf_calibrate('%s').",
 					 RelationGetRelationName(index))));
 }
 
 /*
  * The lists a cvivf scan reads first: clustervec.probes, or with
  * clustervec.target_recall the smallest probes the index's calibration
- * says reach it, at most clustervec.max_probes.  cvlattice indexes have no
- * calibration: clustervec.probes.
+ * says reach it, at most clustervec.max_probes.  A cvlattice index has one
+ * once cvivf_calibrate measured it (its build does not); its label-keyed
+ * scans read their labels' lists whatever the probes.
  */
 int
 cvivf_scan_probes(Relation index, const CvIvfMetaPageData *meta)
@@ -160,7 +161,7 @@ cvivf_scan_probes(Relation index, const CvIvfMetaPageData *meta)
 	const CvIvfCalibration *c = &meta->calibration;
 	int			probes;
 
-	if (cvivf_target_recall <= 0 || meta->kind != CV_INDEX_KIND_IVF ||
+	if (cvivf_target_recall <= 0 ||
 		(meta->flags & CVIVF_META_NO_CENTROIDS) || meta->lists <= 1)
 		return cvivf_probes;
 	probes = (int) cv_calibration_probes(c->probes, c->recall, (int) c->points,

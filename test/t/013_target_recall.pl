@@ -3,7 +3,9 @@
 # smallest probes whose calibrated recall@10 reaches the target, and on
 # held-out queries (points not in the table) achieves at least the target
 # minus 0.02; clustervec.max_probes caps it; cvivf_calibrate measures again
-# after the data moved; the setting's range and the function's errors.
+# after the data moved; a cvlattice index (its lists the rows' overlapping
+# cluster labels) calibrated by cvivf_calibrate does the same for its
+# unfiltered scans; the setting's range and the function's errors.
 
 use strict;
 use warnings FATAL => 'all';
@@ -105,8 +107,36 @@ is($node->safe_psql('postgres', "SELECT DISTINCT source FROM cvivf_calibration('
 note "calibration before: $before";
 note "calibration after:  $after";
 
+# cvlattice over set b's cluster labels (80 overlapping clusters): no
+# calibration until cvivf_calibrate, then the same guarantee
+$node->safe_psql('postgres',
+	'CREATE INDEX t_b_lattice ON t_b USING cvlattice (v, c); DROP INDEX t_b_idx');
+is($node->safe_psql('postgres', "SELECT count(*) FROM cvivf_calibration('t_b_lattice')"),
+	'0', 'cvlattice: the build stores no calibration');
+my ($rc, $out, $err) = $node->psql('postgres',
+	"SET clustervec.target_recall = 0.9; SELECT probes FROM cvivf_recall('t_b_lattice', 5)");
+like($err, qr/has no recall calibration/, 'cvlattice: an uncalibrated index says so');
+cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM cvivf_calibrate('t_b_lattice')"),
+	'>', 1, 'cvlattice: cvivf_calibrate measures it');
+for my $target (0.9, 0.95)
+{
+	my $probes = $node->safe_psql('postgres', qq{
+SELECT min(probes) FILTER (WHERE recall >= ${target}::float4) FROM cvivf_calibration('t_b_lattice')});
+	is($node->safe_psql('postgres',
+		"SET clustervec.target_recall = $target; SELECT probes FROM cvivf_recall('t_b_lattice', 5)"),
+		$probes, "cvlattice $target: the scan reads the calibrated $probes probes");
+	my $plain = achieved_recall('b');
+	$node->safe_psql('postgres', "ALTER DATABASE postgres SET clustervec.target_recall = $target");
+	my $with_target = achieved_recall('b');
+	$node->safe_psql('postgres', "ALTER DATABASE postgres RESET clustervec.target_recall");
+	note sprintf("cvlattice target %.2f: probes %d, held-out recall\@10 %.4f (clustervec.probes = 10: %.4f)",
+		$target, $probes, $with_target, $plain);
+	cmp_ok($with_target, '>=', $target - 0.02,
+		"cvlattice $target: held-out recall within 0.02 of the target or above it");
+}
+
 # errors
-my ($rc, $out, $err) = $node->psql('postgres', "LOAD 'clustervec'; SET clustervec.target_recall = 1");
+($rc, $out, $err) = $node->psql('postgres', "LOAD 'clustervec'; SET clustervec.target_recall = 1");
 like($err, qr/invalid value for parameter "clustervec.target_recall"/, 'target_recall 1 is refused');
 ($rc, $out, $err) = $node->psql('postgres', "LOAD 'clustervec'; SET clustervec.target_recall = -0.1");
 like($err, qr/clustervec.target_recall/, 'a negative target_recall is refused');
