@@ -190,6 +190,7 @@ measure_exact(Relation index, const CvIvfMetaPageData *meta)
 	uint64		members = 0;
 
 	cvivf_measure_lists(index, meta, sums);
+	cvivf_check_generation_kept(index, meta);	/* a standby's pages may have moved on */
 	for (uint32 i = 0; i < meta->lists; i++)
 	{
 		total += sums->sums[i];

@@ -349,6 +349,8 @@ cvivf_verify(PG_FUNCTION_ARGS)
 		CvIvfListEntry entry;
 
 		CHECK_FOR_INTERRUPTS();
+		/* on a standby, a retrain replayed meanwhile is no violation */
+		cvivf_check_generation_kept(index, &meta);
 		cvivf_read_list_entry(index, &meta, list, &entry);
 		cvivf_verify_chain(index, &entry, nblocks);
 		state.list = list;
