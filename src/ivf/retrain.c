@@ -436,7 +436,6 @@ switch_generation(Retrain *r, PageSet **old)
 	LockRelation(r->index, ShareLock);
 	catch_up(r);
 	*old = old_generation_pages(r);
-	r->pending->build_rows += r->caught_up;
 	/* the size a later cvivf_health compares with: the old pages will be free space */
 	r->pending->build_blocks = RelationGetNumberOfBlocks(r->index);
 	retired_xid = cvivf_switch_generation(r->index, r->pending);
