@@ -142,7 +142,18 @@ SELECT recommendation, retrains FROM cvivf_health('rt_late_idx');
 SELECT rt_lists_are_nearest('rt_late_idx', 'rt_late') AS lists_are_nearest;
 SELECT rt_exact('rt_late_idx', 'rt_late', '<->', 10) AS exact_at_all_probes;
 
+-- the reloptions as they are now: ALTER INDEX ... SET takes effect at the retrain
+ALTER INDEX rt_late_idx SET (lists = 3, quantization = sq8);
+SELECT old_lists, lists FROM cvivf_retrain('rt_late_idx');
+SELECT cvivf_verify('rt_late_idx');
+SELECT rt_lists_are_nearest('rt_late_idx', 'rt_late') AS lists_are_nearest;
+SELECT rt_exact('rt_late_idx', 'rt_late', '<->', 10) AS exact_at_all_probes;
+
 -- errors
+CREATE TABLE rt_part (id int, v cvec(4)) PARTITION BY RANGE (id);
+CREATE TABLE rt_part1 PARTITION OF rt_part FOR VALUES FROM (0) TO (100);
+CREATE INDEX rt_part_idx ON rt_part USING cvivf (v);
+SELECT * FROM cvivf_retrain('rt_part_idx');
 CREATE TABLE rt_empty (id int, v cvec(4));
 CREATE INDEX rt_empty_idx ON rt_empty USING cvivf (v);
 SELECT * FROM cvivf_retrain('rt_empty_idx');

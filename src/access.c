@@ -85,6 +85,7 @@ table_of(Oid indexid, const char *am)
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(indexid));
 	Form_pg_class form;
 	bool		is_am;
+	bool		partitioned;
 	char	   *name;
 
 	if (!HeapTupleIsValid(tuple))
@@ -93,8 +94,17 @@ table_of(Oid indexid, const char *am)
 				 errmsg("relation with OID %u does not exist", indexid)));
 	form = (Form_pg_class) GETSTRUCT(tuple);
 	is_am = form->relkind == RELKIND_INDEX && form->relam == get_index_am_oid(am, false);
+	partitioned = form->relkind == RELKIND_PARTITIONED_INDEX &&
+		form->relam == get_index_am_oid(am, false);
 	name = pstrdup(NameStr(form->relname));
 	ReleaseSysCache(tuple);
+	if (partitioned)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a partitioned index, whose partitions hold the %s indexes",
+						name, am),
+				 errhint("Call the function on each partition's index, for example over pg_partition_tree('%s').",
+						 name)));
 	if (!is_am)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -54,8 +54,8 @@ cvivf_build_options(Relation index)
 }
 
 /* A code entry must fit a page (codes.c); refused before any work when the type says so. */
-static void
-check_quantized_dimensions(Relation index, const CvIvfOptions *options, int dimensions)
+void
+cvivf_check_quantized_dimensions(Relation index, const CvIvfOptions *options, int dimensions)
 {
 	if (options->quantization != CVIVF_QUANTIZATION_NONE &&
 		dimensions > cvivf_max_quantized_dimensions())
@@ -659,7 +659,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	state.metric = cvivf_metric_of_index(index);
 	state.options = cvivf_build_options(index);
 	state.dimensions = cvivf_declared_dimensions(index);
-	check_quantized_dimensions(index, state.options, state.dimensions);
+	cvivf_check_quantized_dimensions(index, state.options, state.dimensions);
 	state.tuple_context = AllocSetContextCreate(CurrentMemoryContext, "cvivf build tuple",
 												ALLOCSET_DEFAULT_SIZES);
 	state.use_gpu = cv_gpu_should_use();
@@ -682,7 +682,7 @@ cvivfbuild(Relation heap, Relation index, IndexInfo *info)
 	lists = cvivf_build_centroids(&state, &centroids, &norms);
 	assign_rows(&state, info, centroids, lists);
 	cvivf_init_meta(&meta, state.metric, state.dimensions, lists, true);
-	check_quantized_dimensions(index, state.options, state.dimensions);
+	cvivf_check_quantized_dimensions(index, state.options, state.dimensions);
 	cvivf_meta_set_quantization(&meta, state.options->quantization);
 	meta.iterations = state.options->iterations;
 	meta.seed = (uint64) state.options->seed;

@@ -78,6 +78,8 @@ typedef struct CvIvfBuildState
 
 /* build.c: the passes' pieces a retrain shares (src/ivf/retrain.c) */
 extern const CvIvfOptions *cvivf_build_options(Relation index);
+extern void cvivf_check_quantized_dimensions(Relation index, const CvIvfOptions *options,
+											 int dimensions);
 extern int	cvivf_build_choose_lists(const CvIvfOptions *options, double rows);
 extern void cvivf_build_sample_callback(Relation index, ItemPointer tid, Datum *values,
 										bool *isnull, bool alive, void *arg);

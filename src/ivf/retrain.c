@@ -252,7 +252,8 @@ init_pending(Retrain *r, CvIvfMetaPageData *meta)
 	const CvIvfOptions *options = r->build.options;
 
 	cvivf_init_meta(meta, (CvMetric) r->old.metric, (int) r->old.dimensions, r->lists, true);
-	cvivf_meta_set_quantization(meta, (int) r->old.quantization);
+	/* the reloptions as they are now: ALTER INDEX ... SET takes effect here, as at a REINDEX */
+	cvivf_meta_set_quantization(meta, options->quantization);
 	meta->iterations = options->iterations;
 	meta->seed = (uint64) options->seed;
 	meta->sample_rows = r->build.sample_count;
@@ -519,6 +520,7 @@ cvivf_retrain(PG_FUNCTION_ARGS)
 	r.row = cvec_alloc(Max((int) r.old.dimensions, 1));
 	r.seen = palloc0(sizeof(uint64) * Max(r.old.lists, 1));
 	init_build(&r, heap);
+	cvivf_check_quantized_dimensions(r.index, r.build.options, (int) r.old.dimensions);
 	r.added = new_tid_set();
 	write_new_generation(&r);
 	catch_up(&r);
