@@ -98,21 +98,22 @@ single() {
 filtered_sql="\\set qid random(1, $nq)
 SELECT id FROM items WHERE c = :qid % $clusters ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
 filtered_ids() {
-  q -c "SET clustervec.gpu = off; $1 DROP TABLE IF EXISTS $2; CREATE TABLE $2 AS SELECT qid, ARRAY(SELECT id FROM items WHERE c = qid % $clusters ORDER BY v <-> (SELECT v FROM queries p WHERE p.qid = q.qid) LIMIT 10) AS ids FROM queries q WHERE qid <= 200"
+  q -c "SET client_min_messages = warning; SET clustervec.gpu = off; $1 DROP TABLE IF EXISTS $2; CREATE TABLE $2 AS SELECT qid, ARRAY(SELECT id FROM items WHERE c = qid % $clusters ORDER BY v <-> (SELECT v FROM queries p WHERE p.qid = q.qid) LIMIT 10) AS ids FROM queries q WHERE qid <= 200"
 }
 filtered_plan() {
   q -c "SET clustervec.gpu = off; $1 EXPLAIN (COSTS OFF) SELECT id FROM items WHERE c = 7 ORDER BY v <-> (SELECT v FROM queries WHERE qid = 1) LIMIT 10" |
-    sed 's/^ *//; s/^-> *//' | grep -E '^(Sort|Index|Bitmap|Seq)' | grep -v 'Key:' | paste -sd ';' | sed 's/;/, /g'
+    sed 's/^ *//; s/^-> *//' | grep -E '^(Sort|Index|Bitmap|Seq)' | grep -v -e 'Key:' -e queries -e qid |
+    paste -sd ';' | sed 's/;/, /g'
 }
 p50_of() { echo "$1" | awk -F'|' '{ gsub(/ /, "", $3); print $3 }'; }
 filtered_cpu_against_btree() {
   local lattice btree
-  q -c "DROP INDEX IF EXISTS items_c"
+  q -c "SET client_min_messages = warning; DROP INDEX IF EXISTS items_c"
   echo "label-filtered on the CPU, cvlattice: $(filtered_plan "")"
   lattice=$(single "WHERE c = label ORDER BY v <-> q LIMIT 10, CPU, cvlattice (one list)" "-c clustervec.gpu=off" "$filtered_sql")
   echo "$lattice"
   filtered_ids "" lat_ids
-  q -c "CREATE INDEX IF NOT EXISTS items_c ON items (c); ANALYZE items"
+  q -c "CREATE INDEX items_c ON items (c); ANALYZE items"
   echo "label-filtered, btree: $(filtered_plan "SET enable_indexscan = off;")"
   btree=$(single "WHERE c = label ORDER BY v <-> q LIMIT 10, CPU, btree (c) + sort" "-c clustervec.gpu=off -c enable_indexscan=off" "$filtered_sql")
   echo "$btree"
