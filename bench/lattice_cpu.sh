@@ -17,5 +17,5 @@ cv_add_conf "max_wal_size = '8GB'"
 cv_add_conf "autovacuum = off"
 cv_init_cluster >&2 && cv_start_server >&2
 CV_PASS_ENV+=(CV_BENCH_ROWS CV_BENCH_DIMS CV_BENCH_LABELS CV_BENCH_QUERIES CV_BENCH_SEED CV_BENCH_LOAD
-	CV_BENCH_KEEP)
+	CV_BENCH_WARM CV_BENCH_KEEP)
 run_as_pg /usr/bin/python3 bench/lattice_cpu.py
