@@ -12,7 +12,9 @@
 # clustervec.observe off and on (first pass, which observes every list it
 # probes, and a second one), answers compared; cluster_health_observed
 # after the passes against cluster_health; single queries (pgbench, p50/p99)
-# unfiltered on the GPU and CPU, and label-filtered (CPU).
+# unfiltered on the GPU and CPU, label-filtered as routed (the GPU when the
+# worker serves), and label-filtered on the CPU through cvlattice against a
+# btree on the label + sort (as bench/lattice_cpu.py), with the ratio.
 set -uo pipefail
 rows=${1:-1000000}; dims=${2:-1024}; clusters=${3:-1000}
 declare -F pg_psql >/dev/null || . .gpu/device-env.sh
