@@ -4,7 +4,7 @@
 # bench/lattice_cpu.py against it: label-filtered ORDER BY ... LIMIT 10
 # through a cvlattice index beside a btree on the label and a sort, on the
 # CPU.  CV_BENCH_* variables (see bench/lattice_cpu.py) pass through, e.g.
-#   CV_BENCH_ROWS=1000000 CV_BENCH_LABELS=1000 bash bench/lattice_cpu.sh
+#   CV_BENCH_ROWS=1000000 CV_BENCH_LABELS=1000 CV_BENCH_LOAD=numpy bash bench/lattice_cpu.sh
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 
@@ -16,6 +16,6 @@ cv_add_conf "shared_buffers = '${CV_BENCH_SHARED_BUFFERS:-2GB}'"
 cv_add_conf "max_wal_size = '8GB'"
 cv_add_conf "autovacuum = off"
 cv_init_cluster >&2 && cv_start_server >&2
-CV_PASS_ENV+=(CV_BENCH_ROWS CV_BENCH_DIMS CV_BENCH_LABELS CV_BENCH_QUERIES CV_BENCH_SEED
-	CV_BENCH_KEEP)
+CV_PASS_ENV+=(CV_BENCH_ROWS CV_BENCH_DIMS CV_BENCH_LABELS CV_BENCH_QUERIES CV_BENCH_SEED CV_BENCH_LOAD
+	CV_BENCH_WARM CV_BENCH_KEEP)
 run_as_pg /usr/bin/python3 bench/lattice_cpu.py

@@ -12,7 +12,9 @@
 # clustervec.observe off and on (first pass, which observes every list it
 # probes, and a second one), answers compared; cluster_health_observed
 # after the passes against cluster_health; single queries (pgbench, p50/p99)
-# unfiltered on the GPU and CPU, and label-filtered (CPU).
+# unfiltered on the GPU and CPU, label-filtered as routed (the GPU when the
+# worker serves), and label-filtered on the CPU through cvlattice against a
+# btree on the label + sort (as bench/lattice_cpu.py), with the ratio.
 set -uo pipefail
 rows=${1:-1000000}; dims=${2:-1024}; clusters=${3:-1000}
 declare -F pg_psql >/dev/null || . .gpu/device-env.sh
@@ -90,6 +92,37 @@ single() {
   PGOPTIONS="$2" LD_LIBRARY_PATH=/opt/pglibs $PGBIN/pgbench -n -M prepared -c 1 -T "${PGBENCH_SECONDS:-8}" -f /tmp/one.sql --log --log-prefix=/tmp/pgb postgres >/dev/null 2>&1
   cat /tmp/pgb* | awk '{print $3}' | sort -n | awk -v what="$1" '{a[NR]=$1} END {printf "| %s | %.3f | %.3f | %d |\n", what, a[int(NR*0.5)] / 1000, a[int(NR*0.99)] / 1000, NR}'
 }
+# The label-filtered query on the CPU through the cvlattice index, then
+# through pgvector's only option, as bench/lattice_cpu.py measures it: a
+# btree on the label and a top-N sort (index scans off, so the planner
+# takes a bitmap scan of the btree; the lattice was measured before the
+# btree existed).  Both plans' ids are compared on the first 200 queries.
+filtered_sql="\\set qid random(1, $nq)
+SELECT id FROM items WHERE c = :qid % $clusters ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
+filtered_ids() {
+  q -c "SET client_min_messages = warning; SET clustervec.gpu = off; $1 DROP TABLE IF EXISTS $2; CREATE TABLE $2 AS SELECT qid, ARRAY(SELECT id FROM items WHERE c = qid % $clusters ORDER BY v <-> (SELECT v FROM queries p WHERE p.qid = q.qid) LIMIT 10) AS ids FROM queries q WHERE qid <= 200"
+}
+filtered_plan() {
+  q -c "SET clustervec.gpu = off; $1 EXPLAIN (COSTS OFF) SELECT id FROM items WHERE c = 7 ORDER BY v <-> (SELECT v FROM queries WHERE qid = 1) LIMIT 10" |
+    sed 's/^ *//; s/^-> *//' | grep -E '^(Sort|Index|Bitmap|Seq)' | grep -v -e 'Key:' -e queries -e qid |
+    paste -sd ';' | sed 's/;/, /g'
+}
+p50_of() { echo "$1" | awk -F'|' '{ gsub(/ /, "", $3); print $3 }'; }
+filtered_cpu_against_btree() {
+  local lattice btree
+  q -c "SET client_min_messages = warning; DROP INDEX IF EXISTS items_c"
+  echo "label-filtered on the CPU, cvlattice: $(filtered_plan "")"
+  lattice=$(single "WHERE c = label ORDER BY v <-> q LIMIT 10, CPU, cvlattice (one list)" "-c clustervec.gpu=off" "$filtered_sql")
+  echo "$lattice"
+  filtered_ids "" lat_ids
+  q -c "CREATE INDEX items_c ON items (c); ANALYZE items"
+  echo "label-filtered, btree: $(filtered_plan "SET enable_indexscan = off;")"
+  btree=$(single "WHERE c = label ORDER BY v <-> q LIMIT 10, CPU, btree (c) + sort" "-c clustervec.gpu=off -c enable_indexscan=off" "$filtered_sql")
+  echo "$btree"
+  filtered_ids "SET enable_indexscan = off;" btree_ids
+  q -c "DROP INDEX items_c"
+  echo "label-filtered on the CPU: cvlattice $(awk -v a="$(p50_of "$btree")" -v b="$(p50_of "$lattice")" 'BEGIN { printf "%.1f", a / b }')x faster at p50 than btree + sort; the same ids for $(q -c "SELECT count(*) FROM lat_ids l JOIN btree_ids b USING (qid) WHERE l.ids = b.ids") of $(q -c "SELECT count(*) FROM lat_ids") queries"
+}
 q -c "CREATE UNIQUE INDEX IF NOT EXISTS queries_qid ON queries (qid)"
 echo "== single queries (pgbench -M prepared, 1 client), probes $probes, k = 10"
 echo "| query | p50 ms | p99 ms | n |"
@@ -100,5 +133,6 @@ single "ORDER BY v <-> q LIMIT 10, CPU" "-c clustervec.gpu=off -c clustervec.pro
 SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
 single "WHERE c = label ORDER BY v <-> q LIMIT 10 (one list)" "-c clustervec.probes=$probes" "\\set qid random(1, $nq)
 SELECT id FROM items WHERE c = :qid % $clusters ORDER BY v <-> (SELECT v FROM queries WHERE qid = :qid) LIMIT 10;"
+filtered_cpu_against_btree
 single "cvsearch, one query, GPU" "-c clustervec.gpu=require" "\\set qid random(1, $nq)
 SELECT count(*) FROM cvsearch('items_lat', ARRAY[(SELECT v FROM queries WHERE qid = :qid)], 10, $probes);"

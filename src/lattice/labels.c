@@ -119,6 +119,25 @@ cvlattice_label_datum(const CvLatticeLabelType *type, const char *bytes, Size le
 	return PointerGetDatum(copy);
 }
 
+/*
+ * Where a list's label lies on its label page (already share-locked): its
+ * bytes and their length.  A damaged entry raises index_corrupted.
+ */
+static const char *
+label_on_page(Relation index, Page page, const CvLatticeListEntry *entry, uint32 *length)
+{
+	memcpy(length, (char *) page + entry->label_offset, sizeof(*length));
+	if (*length > CV_LATTICE_MAX_LABEL_BYTES ||
+		entry->label_offset + sizeof(*length) + *length > ((PageHeader) page)->pd_lower)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has a damaged label at block %u, offset %u",
+						RelationGetRelationName(index), entry->label_block,
+						entry->label_offset),
+				 errhint("Please REINDEX it.")));
+	return (char *) page + entry->label_offset + sizeof(*length);
+}
+
 /* A list's label, read from its label page (the entry must not be the NULL label's). */
 Datum
 cvlattice_read_label(Relation index, const CvLatticeLabelType *type,
@@ -127,22 +146,14 @@ cvlattice_read_label(Relation index, const CvLatticeLabelType *type,
 	Buffer		buf = ReadBuffer(index, entry->label_block);
 	Page		page;
 	uint32		length;
+	const char *bytes;
 	Datum		label;
 
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	cvivf_check_page(index, page, entry->label_block, CV_LATTICE_PAGE_LABEL);
-	memcpy(&length, (char *) page + entry->label_offset, sizeof(length));
-	if (length > CV_LATTICE_MAX_LABEL_BYTES ||
-		entry->label_offset + sizeof(length) + length > ((PageHeader) page)->pd_lower)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" has a damaged label at block %u, offset %u",
-						RelationGetRelationName(index), entry->label_block,
-						entry->label_offset),
-				 errhint("Please REINDEX it.")));
-	label = cvlattice_label_datum(type, (char *) page + entry->label_offset + sizeof(length),
-								  length);
+	bytes = label_on_page(index, page, entry, &length);
+	label = cvlattice_label_datum(type, bytes, length);
 	UnlockReleaseBuffer(buf);
 	return label;
 }
@@ -218,29 +229,86 @@ allocate_cache(Relation index, const LabelCache *old, int slot_capacity, Size by
 	return cache;
 }
 
+/*
+ * Copies the directory entries of lists [first, first + count), holding
+ * each directory page once: a cache filled one entry at a time read a
+ * directory page per label, thousands of buffer lookups for the first
+ * scan of every session.
+ */
+static void
+read_entries(Relation index, const CvIvfMetaPageData *meta, uint32 first, int count,
+			 CvLatticeListEntry *entries)
+{
+	Buffer		buf = InvalidBuffer;
+	BlockNumber block = InvalidBlockNumber;
+
+	for (int i = 0; i < count; i++)
+	{
+		if (cvivf_directory_block(meta, first + i) != block)
+		{
+			if (BufferIsValid(buf))
+				UnlockReleaseBuffer(buf);
+			block = cvivf_directory_block(meta, first + i);
+			buf = ReadBuffer(index, block);
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			cvivf_check_page(index, BufferGetPage(buf), block, CVIVF_PAGE_DIRECTORY);
+		}
+		memcpy(&entries[i], cvivf_directory_entry(BufferGetPage(buf), meta, first + i),
+			   sizeof(CvLatticeListEntry));
+	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
+}
+
+/* A label's stored bytes in a bytea; buf is kept while labels share its page. */
+static bytea *
+read_label_bytes(Relation index, const CvLatticeListEntry *entry, Buffer *buf)
+{
+	uint32		length;
+	const char *bytes;
+	bytea	   *label;
+
+	if (!BufferIsValid(*buf) || BufferGetBlockNumber(*buf) != entry->label_block)
+	{
+		if (BufferIsValid(*buf))
+			UnlockReleaseBuffer(*buf);
+		*buf = ReadBuffer(index, entry->label_block);
+		LockBuffer(*buf, BUFFER_LOCK_SHARE);
+		cvivf_check_page(index, BufferGetPage(*buf), entry->label_block,
+						 CV_LATTICE_PAGE_LABEL);
+	}
+	bytes = label_on_page(index, BufferGetPage(*buf), entry, &length);
+	/* the page holds what cvlattice_label_bytes made of the label */
+	label = palloc(VARHDRSZ + length);
+	SET_VARSIZE(label, VARHDRSZ + length);
+	memcpy(VARDATA(label), bytes, length);
+	return label;
+}
+
 /* Each new list's label bytes (NULL for the NULL label); returns their aligned total. */
 static Size
 read_new_labels(Relation index, const LabelCache *cache, const CvIvfMetaPageData *meta,
 				bytea **labels, int *null_list)
 {
+	int			fresh = meta->lists - cache->lists;
+	CvLatticeListEntry *entries = palloc(sizeof(CvLatticeListEntry) * Max(fresh, 1));
+	Buffer		buf = InvalidBuffer;
 	Size		bytes = 0;
 
-	for (uint32 list = cache->lists; list < meta->lists; list++)
+	read_entries(index, meta, cache->lists, fresh, entries);
+	for (int i = 0; i < fresh; i++)
 	{
-		CvLatticeListEntry entry;
-		bytea	   *label;
-
-		cvivf_read_list_entry_bytes(index, meta, list, &entry);
-		if (!BlockNumberIsValid(entry.label_block))
+		if (!BlockNumberIsValid(entries[i].label_block))
 		{
-			*null_list = list;
+			*null_list = cache->lists + i;
 			continue;
 		}
-		label = cvlattice_label_bytes(&cache->type,
-									  cvlattice_read_label(index, &cache->type, &entry));
-		labels[list - cache->lists] = label;
-		bytes += MAXALIGN(Max(VARSIZE(label) - VARHDRSZ, sizeof(Datum)));
+		labels[i] = read_label_bytes(index, &entries[i], &buf);
+		bytes += MAXALIGN(Max(VARSIZE(labels[i]) - VARHDRSZ, sizeof(Datum)));
 	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
+	pfree(entries);
 	return bytes;
 }
 
