@@ -73,6 +73,16 @@ batch r_on1 on "observe on, first pass (observes the lists it probes)"
 batch r_on2 on "observe on, second pass"
 batch r_off2 off "observe off, again"
 q -c "SELECT 'rows differing between observe on and off: ' || count(*) FROM ((TABLE r_on1 EXCEPT TABLE r_off1) UNION ALL (TABLE r_off1 EXCEPT TABLE r_on1) UNION ALL (TABLE r_on2 EXCEPT TABLE r_off2)) x"
+# one 70 ms batch is noisy: ROUNDS more, off and on alternating, medians
+rounds=${ROUNDS:-7}
+secs_of() { batch "$1" "$2" x | awk -F'|' '{ gsub(/ /, "", $3); print $3 }'; }
+for i in $(seq "$rounds"); do
+  echo "off $(secs_of r_off off)"
+  echo "on $(secs_of r_on on)"
+done | awk -v n="$rounds" '{ v[$1] = v[$1] " " $2 }
+  END { for (m in v) { k = split(v[m], a, " "); for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+          med[m] = a[int((k + 1) / 2)] }
+        printf "observe off / on, median of %d alternating batches: %.3f / %.3f s (on costs %.1f%%)\n", n, med["off"], med["on"], 100 * (med["on"] / med["off"] - 1) }'
 
 echo "== cluster_health_observed after those passes"
 t=$(now); q -c "CREATE TABLE obs AS SELECT * FROM cluster_health_observed('items_lat')"
@@ -123,6 +133,7 @@ filtered_cpu_against_btree() {
   q -c "DROP INDEX items_c"
   echo "label-filtered on the CPU: cvlattice $(awk -v a="$(p50_of "$btree")" -v b="$(p50_of "$lattice")" 'BEGIN { printf "%.1f", a / b }')x faster at p50 than btree + sort; the same ids for $(q -c "SELECT count(*) FROM lat_ids l JOIN btree_ids b USING (qid) WHERE l.ids = b.ids") of $(q -c "SELECT count(*) FROM lat_ids") queries"
 }
+[ -n "${SKIP_SINGLES:-}" ] && exit 0
 q -c "CREATE UNIQUE INDEX IF NOT EXISTS queries_qid ON queries (qid)"
 echo "== single queries (pgbench -M prepared, 1 client), probes $probes, k = 10"
 echo "| query | p50 ms | p99 ms | n |"
