@@ -153,6 +153,9 @@ def random_vector(rng, dim, kind):
 def supported_simd(conn):
     """The clustervec.simd values this CPU accepts; fails on unexpected errors."""
     ok = []
+    # before clustervec is loaded in a session its settings are placeholders
+    # that accept any value: load it, so SET checks what this CPU supports
+    query(conn, "SELECT clustervec_simd()")
     for value in SIMD_VALUES:
         try:
             query(conn, "SET clustervec.simd = %s", (value,))
