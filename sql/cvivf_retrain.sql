@@ -167,6 +167,9 @@ DECLARE cur CURSOR FOR SELECT id FROM rt ORDER BY v <-> (SELECT v FROM rt WHERE 
 FETCH 1 FROM cur;
 SELECT * FROM cvivf_retrain('rt_sq8');
 ROLLBACK;
+UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'rt_sq8'::regclass;
+SELECT * FROM cvivf_retrain('rt_sq8');
+UPDATE pg_index SET indisvalid = true WHERE indexrelid = 'rt_sq8'::regclass;
 CREATE ROLE regress_cv_retrainer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON rt TO regress_cv_retrainer;
 SET ROLE regress_cv_retrainer;

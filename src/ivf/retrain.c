@@ -464,6 +464,12 @@ check_retrainable(Retrain *r)
 				 errmsg("\"%s\" is a cvlattice index", RelationGetRelationName(r->index)),
 				 errdetail("Its lists are its labels and its centroids follow their members: there is nothing to retrain.")));
 	CheckTableNotInUse(r->index, "cvivf_retrain");
+	/* what a failed CREATE INDEX CONCURRENTLY left: it may miss rows the table has */
+	if (!r->index->rd_index->indisvalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot retrain invalid index \"%s\"", RelationGetRelationName(r->index)),
+				 errhint("REINDEX it, or drop it.")));
 	if (r->old.dimensions == 0 || live_rows(r) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
