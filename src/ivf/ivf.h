@@ -399,6 +399,10 @@ extern uint64 cvivf_scan_list_pages(Relation index, const CvIvfMetaPageData *met
 									CvIvfPageVisitor page_visitor, void *arg);
 extern void cvivf_walk_chain(Relation index, BlockNumber block, BufferAccessStrategy strategy,
 							 CvIvfPageVisitor visitor, void *arg);
+extern BlockNumber cvivf_layout_pages(const CvIvfMetaPageData *meta);
+extern BlockNumber cvivf_code_pages(const CvIvfMetaPageData *meta, uint32 coded);
+extern void cvivf_visit_pages(Relation index, const CvIvfMetaPageData *meta, bool chains,
+							  CvIvfPageVisitor visitor, void *arg);
 extern uint16 cvivf_page_kind(Relation index, BlockNumber block, BufferAccessStrategy strategy);
 extern bool cvivf_find_dead_slot(Relation index, const CvIvfMetaPageData *meta, CvIvfSlot from,
 								 CvIvfSlot watch, CvIvfSlot *found, bool *passed);

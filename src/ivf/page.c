@@ -377,9 +377,7 @@ cvivf_writer_centroids(CvIvfBuildWriter *writer, const float *centroids, const d
 	if (writer->relocated)
 	{
 		/* the layout's run after block 0, moved to where it was reserved */
-		BlockNumber pages = meta->first_directory_block - meta->first_centroid_block +
-			(meta->lists + meta->entries_per_directory_page - 1) / meta->entries_per_directory_page;
-		BlockNumber shift = writer_run(writer, pages) - meta->first_centroid_block;
+		BlockNumber shift = writer_run(writer, cvivf_layout_pages(meta)) - meta->first_centroid_block;
 
 		meta->first_centroid_block += shift;
 		meta->first_directory_block += shift;
@@ -496,15 +494,14 @@ write_list_codes(CvIvfBuildWriter *writer)
 	entry->tail_offset = ((PageHeader) writer->image.data)->pd_lower;
 	flush_data_page(writer, InvalidBlockNumber);
 	entry->coded = (uint32) entry->base.tuples;
-	entry->code_first_block = writer_run(writer, (entry->coded + CVIVF_CODES_PER_PAGE(&writer->meta) - 1) /
-										 CVIVF_CODES_PER_PAGE(&writer->meta));
+	entry->code_first_block = writer_run(writer, cvivf_code_pages(&writer->meta, entry->coded));
 	writer->code_block = entry->code_first_block;
 	cvivf_page_init(writer->code_image.data, CVIVF_PAGE_CODE);
 	cvivf_scan_list(writer->index, &writer->meta, entry->base.first_block, true, NULL,
 					encode_written_tuple, writer);
 	write_next_block(writer, writer->code_image.data, writer->code_block++);
 	Assert(writer->code_block == entry->code_first_block +
-		   (entry->coded + CVIVF_CODES_PER_PAGE(&writer->meta) - 1) / CVIVF_CODES_PER_PAGE(&writer->meta));
+		   cvivf_code_pages(&writer->meta, entry->coded));
 }
 
 /* Ends the list being written: its last data page, and its codes when quantized. */

@@ -6,6 +6,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "miscadmin.h"
 
 #include "storage/bufmgr.h"
 #include "utils/float.h"
@@ -84,6 +85,56 @@ cvivf_check_generation_kept(Relation index, const CvIvfMetaPageData *meta)
 				 errdetail("Index \"%s\" was retrained on the primary while the scan read it.",
 						   RelationGetRelationName(index)),
 				 errhint("Run the statement again: it will read the new lists.")));
+}
+
+/* The run after a cvivf metapage: its centroid pages, then its directory pages. */
+BlockNumber
+cvivf_layout_pages(const CvIvfMetaPageData *meta)
+{
+	return meta->first_directory_block - meta->first_centroid_block +
+		(meta->lists + meta->entries_per_directory_page - 1) / meta->entries_per_directory_page;
+}
+
+/* The code pages of a quantized list with coded slots. */
+BlockNumber
+cvivf_code_pages(const CvIvfMetaPageData *meta, uint32 coded)
+{
+	return (coded + CVIVF_CODES_PER_PAGE(meta) - 1) / CVIVF_CODES_PER_PAGE(meta);
+}
+
+/*
+ * Every page a cvivf metapage reaches but itself: the centroid and
+ * directory run, the reuse and drift pages, each quantized list's codes,
+ * and with chains every list's data pages (VACUUM walks those itself).
+ */
+void
+cvivf_visit_pages(Relation index, const CvIvfMetaPageData *meta, bool chains,
+				  CvIvfPageVisitor visitor, void *arg)
+{
+	BlockNumber run = cvivf_layout_pages(meta);
+
+	for (BlockNumber i = 0; i < run; i++)
+		visitor(meta->first_centroid_block + i, arg);
+	for (uint32 i = 0; i < meta->reuse_pages; i++)
+		visitor(meta->reuse_blocks[i], arg);
+	for (uint32 i = 0; i < meta->drift_pages; i++)
+		visitor(meta->drift_blocks[i], arg);
+	if (!chains && !cvivf_is_quantized(meta))
+		return;
+	for (uint32 list = 0; list < meta->lists; list++)
+	{
+		CvIvfCodedListEntry entry = {0};
+		BlockNumber codes;
+
+		cvivf_read_list_entry_bytes(index, meta, list, &entry);
+		if (chains)
+			cvivf_walk_chain(index, entry.base.first_block, NULL, visitor, arg);
+		codes = cvivf_is_quantized(meta) && entry.coded > 0 ?
+			cvivf_code_pages(meta, entry.coded) : 0;
+		for (BlockNumber i = 0; i < codes; i++)
+			visitor(entry.code_first_block + i, arg);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /* A cvivf directory is contiguous; a cvlattice one is listed in its metapage. */

@@ -339,37 +339,13 @@ add_page(BlockNumber block, void *arg)
 	set->blocks[set->count++] = block;
 }
 
-static void
-add_run(PageSet *set, BlockNumber first, BlockNumber count)
-{
-	for (BlockNumber i = 0; i < count; i++)
-		add_page(first + i, set);
-}
-
 /* Every page the old metapage reaches, but the metapage. */
 static PageSet *
 old_generation_pages(Retrain *r)
 {
-	const CvIvfMetaPageData *m = &r->old;
 	PageSet    *set = palloc0(sizeof(PageSet));
 
-	add_run(set, m->first_centroid_block,
-			m->first_directory_block - m->first_centroid_block +
-			(m->lists + m->entries_per_directory_page - 1) / m->entries_per_directory_page);
-	for (uint32 i = 0; i < m->reuse_pages; i++)
-		add_page(m->reuse_blocks[i], set);
-	for (uint32 i = 0; i < m->drift_pages; i++)
-		add_page(m->drift_blocks[i], set);
-	for (uint32 list = 0; list < m->lists; list++)
-	{
-		CvIvfCodedListEntry entry = {0};
-
-		cvivf_read_list_entry_bytes(r->index, m, list, &entry);
-		cvivf_walk_chain(r->index, entry.base.first_block, NULL, add_page, set);
-		if (cvivf_is_quantized(m) && entry.coded > 0)
-			add_run(set, entry.code_first_block,
-					(entry.coded + CVIVF_CODES_PER_PAGE(m) - 1) / CVIVF_CODES_PER_PAGE(m));
-	}
+	cvivf_visit_pages(r->index, &r->old, true, add_page, set);
 	return set;
 }
 

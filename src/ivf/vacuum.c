@@ -306,38 +306,14 @@ walk_tails_again(Relation index, const CvIvfMetaPageData *walked, ReclaimState *
 	}
 }
 
+/* A page the metapage reaches other than by a chain (cvivf_visit_pages). */
 static void
-mark_reached(BulkDeleteState *walk, BlockNumber first, BlockNumber count)
+mark_fixed_page(BlockNumber block, void *arg)
 {
-	for (BlockNumber block = first; block < first + count && block < walk->nblocks; block++)
+	BulkDeleteState *walk = (BulkDeleteState *) arg;
+
+	if (block < walk->nblocks)
 		walk->reached[block] = true;
-}
-
-/* The pages of a cvivf index the metapage reaches other than by a chain. */
-static void
-mark_fixed_pages(Relation index, const CvIvfMetaPageData *meta, BulkDeleteState *walk)
-{
-	mark_reached(walk, CVIVF_METAPAGE_BLKNO, 1);
-	mark_reached(walk, meta->first_centroid_block,
-				 meta->first_directory_block - meta->first_centroid_block +
-				 (meta->lists + meta->entries_per_directory_page - 1) /
-				 meta->entries_per_directory_page);
-	for (uint32 i = 0; i < meta->reuse_pages; i++)
-		mark_reached(walk, meta->reuse_blocks[i], 1);
-	for (uint32 i = 0; i < meta->drift_pages; i++)
-		mark_reached(walk, meta->drift_blocks[i], 1);
-	if (!cvivf_is_quantized(meta))
-		return;
-	for (uint32 list = 0; list < meta->lists; list++)
-	{
-		CvIvfCodedListEntry entry;
-
-		cvivf_read_list_entry_bytes(index, meta, list, &entry);
-		if (entry.coded > 0)
-			mark_reached(walk, entry.code_first_block,
-						 (entry.coded + CVIVF_CODES_PER_PAGE(meta) - 1) /
-						 CVIVF_CODES_PER_PAGE(meta));
-	}
 }
 
 /*
@@ -355,7 +331,7 @@ may_reclaim(Relation index, const CvIvfMetaPageData *meta, ReclaimState *r)
 		!GlobalVisCheckRemovableFullXid(NULL, FullTransactionIdFromU64(meta->retired_xid)))
 		return false;
 	r->any_kind = true;
-	mark_fixed_pages(index, meta, r->walk);
+	cvivf_visit_pages(index, meta, false, mark_fixed_page, r->walk);
 	return true;
 }
 
